@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every Debian package HyperPipe needs to build, test and (later) train.
+# Idempotent: when all packages are present it installs nothing and touches no
+# package index. Run as root (or with sudo available).
+set -euo pipefail
+
+# Build tools, then libraries. The runtime part (libtorch, gloo) is installed now so
+# that later parts build on a machine set up once. libopenblas0-openmp sits beside
+# libtorch because without it CPU training runs an order of magnitude slower.
+PACKAGES=(
+  build-essential cmake ninja-build ccache clang-format git
+  nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libtorch-dev libopenblas0-openmp libgloo-dev
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,86 @@
+#include "hyperpipe/cli/catalogue_commands.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "hyperpipe/cli/table.h"
+#include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/cluster/gpu_catalogue.h"
+#include "hyperpipe/common/quantity.h"
+#include "hyperpipe/model/catalogue.h"
+#include "hyperpipe/model/model.h"
+
+namespace hyperpipe::cli {
+
+void print_models(std::ostream& out, OutputFormat format) {
+  nlohmann::json models = nlohmann::json::array();
+  Table table({"Name", "Flavour", ">Params", ">Layers", ">Hidden", ">Heads", ">KV", ">FFN",
+               ">Vocab", ">Seq", "Dtype", "Aliases"});
+  for (const auto& entry : model::model_catalogue()) {
+    const auto& c = entry.config;
+    const model::Model built(c);
+    models.push_back({{"name", c.name},
+                      {"aliases", entry.aliases},
+                      {"flavour", to_string(c.flavour)},
+                      {"total_params", built.total_params()},
+                      {"published_params", entry.published_params},
+                      {"layers", c.layers},
+                      {"hidden", c.hidden},
+                      {"heads", c.heads},
+                      {"kv_heads", c.kv_heads},
+                      {"ffn_hidden", c.ffn_hidden},
+                      {"vocab", c.vocab},
+                      {"seq_len", c.seq_len},
+                      {"dtype", to_string(c.dtype)},
+                      {"source", entry.source}});
+    table.add_row({c.name, std::string(to_string(c.flavour)),
+                   format_count(static_cast<double>(built.total_params())),
+                   std::to_string(c.layers), std::to_string(c.hidden), std::to_string(c.heads),
+                   std::to_string(c.kv_heads), std::to_string(c.ffn_hidden),
+                   std::to_string(c.vocab), std::to_string(c.seq_len),
+                   std::string(to_string(c.dtype)), entry.aliases});
+  }
+  if (format == OutputFormat::json) {
+    out << nlohmann::json{{"models", models}}.dump(2) << '\n';
+    return;
+  }
+  table.print(out);
+  out << "\nUse a name with --model, or give a model .yaml or a Hugging Face config.json.\n";
+}
+
+void print_devices(std::ostream& out, OutputFormat format,
+                   const std::optional<std::string>& cluster_name_or_path) {
+  std::vector<cluster::GpuType> types = cluster::gpu_catalogue();
+  if (cluster_name_or_path) types = cluster::load_cluster(*cluster_name_or_path).gpu_types();
+  nlohmann::json devices = nlohmann::json::array();
+  Table table({"Type", ">Memory", ">Mem BW", ">FP32", ">TF32", ">FP16", ">BF16", "Source"});
+  for (const auto& type : types) {
+    nlohmann::json entry{{"name", type.name},
+                         {"memory_bytes", type.memory_bytes},
+                         {"memory_bandwidth_bytes_per_s", type.memory_bandwidth},
+                         {"peak_flops",
+                          {{"fp32", type.peak.fp32},
+                           {"tf32", type.peak.tf32},
+                           {"fp16", type.peak.fp16},
+                           {"bf16", type.peak.bf16}}},
+                         {"source", type.source}};
+    if (type.speed) entry["speed"] = *type.speed;
+    if (type.matmul_efficiency) entry["matmul_efficiency"] = *type.matmul_efficiency;
+    if (type.memory_efficiency) entry["memory_efficiency"] = *type.memory_efficiency;
+    devices.push_back(entry);
+    table.add_row({type.name, format_bytes(type.memory_bytes),
+                   format_bandwidth(type.memory_bandwidth), format_flop_rate(type.peak.fp32),
+                   format_flop_rate(type.peak.tf32), format_flop_rate(type.peak.fp16),
+                   format_flop_rate(type.peak.bf16), type.source});
+  }
+  if (format == OutputFormat::json) {
+    out << nlohmann::json{{"gpu_types", devices}}.dump(2) << '\n';
+    return;
+  }
+  table.print(out);
+  out << "\nPeaks are dense (no sparsity). A cluster file can add or change types under "
+         "gpu_types.\n";
+}
+
+}  // namespace hyperpipe::cli

@@ -1,0 +1,334 @@
+#include "hyperpipe/cli/describe_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+
+#include "hyperpipe/cli/table.h"
+#include "hyperpipe/common/quantity.h"
+
+namespace hyperpipe::cli {
+namespace {
+
+using model::Recompute;
+using nlohmann::json;
+
+json layer_json(const model::Layer& layer, const model::Workload& work) {
+  const model::LayerFlops flops = layer.flops(work);
+  return {{"index", layer.index()},
+          {"name", layer.name()},
+          {"kind", to_string(layer.kind())},
+          {"params", layer.params()},
+          {"forward_flops", flops.forward},
+          {"backward_input_flops", flops.backward_input},
+          {"backward_weight_flops", flops.backward_weight},
+          {"activation_bytes",
+           {{"none", layer.activation_bytes(work, Recompute::none)},
+            {"selective", layer.activation_bytes(work, Recompute::selective)},
+            {"full", layer.activation_bytes(work, Recompute::full)}}},
+          {"output_bytes", layer.output_bytes(work)}};
+}
+
+json model_json(const model::Model& model, const model::Workload& work) {
+  const auto& c = model.config();
+  json layers = json::array();
+  for (const auto& layer : model.layers()) layers.push_back(layer_json(layer, work));
+  return {{"name", c.name},
+          {"flavour", to_string(c.flavour)},
+          {"dtype", to_string(c.dtype)},
+          {"hidden", c.hidden},
+          {"blocks", c.layers},
+          {"heads", c.heads},
+          {"kv_heads", c.kv_heads},
+          {"ffn_hidden", c.ffn_hidden},
+          {"vocab", c.vocab},
+          {"seq_len", c.seq_len},
+          {"tied_embeddings", c.tied_embeddings},
+          {"total_params", model.total_params()},
+          {"layers", layers}};
+}
+
+json link_json(const cluster::Link& link) {
+  return {{"bandwidth_bytes_per_s", link.bandwidth}, {"latency_s", link.latency}};
+}
+
+json cluster_json(const cluster::Cluster& cluster) {
+  json nodes = json::array();
+  for (const auto& node : cluster.nodes()) {
+    nodes.push_back({{"name", node.name},
+                     {"gpu_type", node.gpu_type},
+                     {"count", node.gpu_count},
+                     {"memory_bytes", node.memory_bytes},
+                     {"island", cluster.islands()[node.island].name}});
+  }
+  json islands = json::array();
+  for (const auto& island : cluster.islands()) {
+    json members = json::array();
+    for (int n : island.nodes) members.push_back(cluster.nodes()[n].name);
+    islands.push_back({{"name", island.name}, {"nodes", members}});
+  }
+  json overrides = json::array();
+  for (const auto& entry : cluster.overrides()) {
+    json item = link_json(entry.link);
+    item["between"] = {entry.first, entry.second};
+    overrides.push_back(item);
+  }
+  json links = json::object();
+  for (auto level : {cluster::LinkLevel::intra_node, cluster::LinkLevel::intra_island,
+                     cluster::LinkLevel::inter_island}) {
+    links[std::string(to_string(level))] = link_json(cluster.level_link(level));
+  }
+  return {{"name", cluster.name()}, {"devices", cluster.devices().size()},
+          {"nodes", nodes},         {"islands", islands},
+          {"links", links},         {"overrides", overrides}};
+}
+
+json compute_json(const cost::ComputeTime& time) {
+  return {{"forward_s", time.forward},
+          {"backward_input_s", time.backward_input},
+          {"backward_weight_s", time.backward_weight},
+          {"recompute_s", time.recompute},
+          {"tp_communication_s", time.tp_communication},
+          {"source", time.source()}};
+}
+
+// How many decoder blocks one device of this type holds with one micro-batch in flight,
+// after the reserved memory: a first feel for how many stages the model needs.
+int64_t blocks_that_fit(const cost::CostModel& costs, const cost::DeviceGroup& group,
+                        const DescribeSettings& settings, int64_t seq_len) {
+  const int block = 1;
+  const cost::StageMemory one = costs.stage_memory(block, block + 1, group, settings.micro_batch,
+                                                   seq_len, 1, settings.recompute);
+  const double per_block = one.total() - one.reserved;
+  const double free = group.memory_bytes - one.reserved;
+  if (per_block <= 0 || free <= 0) return 0;
+  return static_cast<int64_t>(std::floor(free / per_block));
+}
+
+json gpu_cost_json(const cost::CostModel& costs, const std::string& type_name,
+                   const DescribeSettings& settings, int64_t seq_len) {
+  const auto& cluster = costs.cluster();
+  const auto& type = cluster.gpu_type(type_name);
+  const int available = cluster.count_devices_of_type(type_name);
+  const int tp = std::min(settings.tp, available);
+  const cost::DeviceGroup group = cost::first_devices_of_type(cluster, type_name, 1, tp);
+  const int layer_count = costs.model().num_layers();
+  json layers = json::array();
+  for (int layer = 0; layer < layer_count; ++layer) {
+    json item = compute_json(costs.range_time(layer, layer + 1, group, settings.micro_batch,
+                                              seq_len, settings.recompute));
+    item["index"] = layer;
+    layers.push_back(item);
+  }
+  const cost::ComputeTime whole =
+      costs.range_time(0, layer_count, group, settings.micro_batch, seq_len, settings.recompute);
+  const cost::StageMemory memory = costs.stage_memory(0, layer_count, group, settings.micro_batch,
+                                                      seq_len, 1, settings.recompute);
+  const double model_flops =
+      costs.model().iteration_flops(settings.micro_batch, seq_len, settings.recompute) / tp;
+  return {{"gpu_type", type.name},
+          {"count", available},
+          {"tp", tp},
+          {"memory_bytes", group.memory_bytes},
+          {"peak_flops", type.peak_flops(costs.model().config().dtype, costs.options().allow_tf32)},
+          {"layers", layers},
+          {"whole_model", compute_json(whole)},
+          {"whole_model_achieved_flops", model_flops / whole.total()},
+          {"whole_model_memory",
+           {{"weights_bytes", memory.weights},
+            {"gradients_bytes", memory.gradients},
+            {"optimizer_bytes", memory.optimizer},
+            {"activations_bytes", memory.activations},
+            {"reserved_bytes", memory.reserved},
+            {"total_bytes", memory.total()}}},
+          {"blocks_that_fit", blocks_that_fit(costs, group, settings, seq_len)}};
+}
+
+json transfer_json(const cost::CostModel& costs, const model::Workload& work) {
+  const auto& cluster = costs.cluster();
+  // The activation a decoder block hands to the next stage.
+  const double bytes = static_cast<double>(costs.model().layers().at(1).output_bytes(work));
+  json result = json::array();
+  for (auto level : {cluster::LinkLevel::intra_node, cluster::LinkLevel::intra_island,
+                     cluster::LinkLevel::inter_island}) {
+    result.push_back({{"link", std::string(to_string(level))},
+                      {"bytes", bytes},
+                      {"seconds", costs.transfer(bytes, cluster.level_link(level)).seconds}});
+  }
+  for (const auto& entry : cluster.overrides()) {
+    result.push_back({{"link", entry.first + " <-> " + entry.second},
+                      {"bytes", bytes},
+                      {"seconds", costs.transfer(bytes, entry.link).seconds}});
+  }
+  return result;
+}
+
+// Which link levels the cluster really has, so the tables leave out filled-in ones.
+std::vector<std::string> levels_in_use(const cluster::Cluster& cluster) {
+  std::vector<std::string> levels;
+  bool used[3] = {false, false, cluster.islands().size() > 1};
+  for (const auto& node : cluster.nodes()) used[0] = used[0] || node.gpu_count > 1;
+  for (const auto& island : cluster.islands()) used[1] = used[1] || island.nodes.size() > 1;
+  const char* names[3] = {"intra_node", "intra_island", "inter_island"};
+  for (int i = 0; i < 3; ++i) {
+    if (used[i]) levels.push_back(names[i]);
+  }
+  return levels;
+}
+
+std::string seconds_text(const json& value) {
+  return format_duration(value.get<double>());
+}
+
+}  // namespace
+
+json describe_report(const cost::CostModel& costs, const DescribeSettings& settings) {
+  const auto& model = costs.model();
+  const int64_t seq_len = settings.seq_len > 0 ? settings.seq_len : model.config().seq_len;
+  const model::Workload work{settings.micro_batch, seq_len, 1, costs.options().sequence_parallel};
+  json types = json::array();
+  for (const auto& name : costs.cluster().used_gpu_types()) {
+    types.push_back(gpu_cost_json(costs, name, settings, seq_len));
+  }
+  return {{"format", kDescribeFormat},
+          {"workload",
+           {{"micro_batch", settings.micro_batch},
+            {"seq_len", seq_len},
+            {"tp", settings.tp},
+            {"recompute", to_string(settings.recompute)}}},
+          {"model", model_json(model, work)},
+          {"total_params", model.total_params()},
+          {"iteration_flops_per_micro_batch",
+           model.iteration_flops(settings.micro_batch, seq_len, settings.recompute)},
+          {"cluster", cluster_json(costs.cluster())},
+          {"links_in_use", levels_in_use(costs.cluster())},
+          {"cost", types},
+          {"activation_transfer", transfer_json(costs, work)},
+          {"cost_options",
+           {{"matmul_efficiency", costs.options().matmul_efficiency},
+            {"memory_efficiency", costs.options().memory_efficiency},
+            {"link_efficiency", costs.options().link_efficiency},
+            {"reserved_memory_bytes", costs.options().reserved_memory_bytes},
+            {"allow_tf32", costs.options().allow_tf32}}}};
+}
+
+void print_describe_tables(const json& report, std::ostream& out) {
+  const json& m = report["model"];
+  const json& w = report["workload"];
+  out << fmt::format(
+      "Model {} ({}, {}): {} parameters, {} blocks, hidden {}, {} heads ({} kv), ffn {}, "
+      "vocab {}\n",
+      m["name"].get<std::string>(), m["flavour"].get<std::string>(), m["dtype"].get<std::string>(),
+      format_count(m["total_params"].get<double>()), m["blocks"].get<int64_t>(),
+      m["hidden"].get<int64_t>(), m["heads"].get<int64_t>(), m["kv_heads"].get<int64_t>(),
+      m["ffn_hidden"].get<int64_t>(), m["vocab"].get<int64_t>());
+  out << fmt::format("Per micro-batch of {} x {} tokens: {} per training step (recompute {})\n\n",
+                     w["micro_batch"].get<int64_t>(), w["seq_len"].get<int64_t>(),
+                     format_flops(report["iteration_flops_per_micro_batch"].get<double>()),
+                     w["recompute"].get<std::string>());
+
+  // Decoder blocks are identical: one row stands for all of them.
+  Table layers({"Layer", ">Count", ">Params", ">Fwd", ">Bwd-input", ">Bwd-weight", ">Act none",
+                ">Act selective", ">Act full", ">Output"});
+  const json& all = m["layers"];
+  for (size_t i = 0; i < all.size(); ++i) {
+    const json& layer = all[i];
+    const bool block = layer["kind"] == "decoder_block";
+    if (block && i > 1) continue;
+    const json& act = layer["activation_bytes"];
+    layers.add_row({block ? "block" : layer["name"].get<std::string>(),
+                    block ? std::to_string(m["blocks"].get<int64_t>()) : "1",
+                    format_count(layer["params"].get<double>()),
+                    format_flops(layer["forward_flops"].get<double>()),
+                    format_flops(layer["backward_input_flops"].get<double>()),
+                    format_flops(layer["backward_weight_flops"].get<double>()),
+                    format_bytes(act["none"].get<double>()),
+                    format_bytes(act["selective"].get<double>()),
+                    format_bytes(act["full"].get<double>()),
+                    format_bytes(layer["output_bytes"].get<double>())});
+  }
+  layers.print(out, "  ");
+
+  const json& c = report["cluster"];
+  out << fmt::format("\nCluster {}: {} GPUs in {} nodes, {} island(s)\n",
+                     c["name"].get<std::string>(), c["devices"].get<int>(), c["nodes"].size(),
+                     c["islands"].size());
+  Table nodes({"Node", "GPU", ">Count", ">Memory", "Island"});
+  for (const auto& node : c["nodes"]) {
+    nodes.add_row({node["name"], node["gpu_type"], std::to_string(node["count"].get<int>()),
+                   format_bytes(node["memory_bytes"].get<double>()), node["island"]});
+  }
+  nodes.print(out, "  ");
+  out << '\n';
+  Table links({"Link", ">Bandwidth", ">Latency", ">Block output"});
+  std::vector<std::string> in_use = report["links_in_use"];
+  for (const auto& transfer : report["activation_transfer"]) {
+    const std::string name = transfer["link"];
+    const bool level = c["links"].contains(name);
+    if (level && std::find(in_use.begin(), in_use.end(), name) == in_use.end()) continue;
+    json link = level ? c["links"][name] : json();
+    if (!level) {
+      for (const auto& entry : c["overrides"]) {
+        if (entry["between"][0].get<std::string>() + " <-> " +
+                entry["between"][1].get<std::string>() ==
+            name) {
+          link = entry;
+        }
+      }
+    }
+    links.add_row({name, format_bandwidth(link["bandwidth_bytes_per_s"].get<double>()),
+                   format_duration(link["latency_s"].get<double>()),
+                   seconds_text(transfer["seconds"])});
+  }
+  links.print(out, "  ");
+
+  out << fmt::format("\nCost model per GPU type (micro-batch {}, seq {}, tp {}):\n",
+                     w["micro_batch"].get<int64_t>(), w["seq_len"].get<int64_t>(),
+                     w["tp"].get<int>());
+  Table costs({"GPU", ">Count", "Layer", ">Fwd", ">Bwd-input", ">Bwd-weight", "Source"});
+  Table summary({"GPU", ">Whole model fwd+bwd", ">Achieved", ">Weights+grads+Adam", ">Memory",
+                 ">Blocks that fit"});
+  for (const auto& type : report["cost"]) {
+    const std::string name = type["gpu_type"];
+    bool first_row = true;
+    for (const auto& layer : type["layers"]) {
+      const json& info = all[layer["index"].get<size_t>()];
+      const bool block = info["kind"] == "decoder_block";
+      if (block && info["index"].get<int>() > 1) continue;
+      costs.add_row({first_row ? name : "",
+                     first_row ? std::to_string(type["count"].get<int>()) : "",
+                     block ? "block (each)" : info["name"].get<std::string>(),
+                     seconds_text(layer["forward_s"]), seconds_text(layer["backward_input_s"]),
+                     seconds_text(layer["backward_weight_s"]), layer["source"]});
+      first_row = false;
+    }
+    const json& whole = type["whole_model"];
+    const json& memory = type["whole_model_memory"];
+    const double static_bytes = memory["weights_bytes"].get<double>() +
+                                memory["gradients_bytes"].get<double>() +
+                                memory["optimizer_bytes"].get<double>();
+    summary.add_row({name,
+                     format_duration(whole["forward_s"].get<double>() +
+                                     whole["backward_input_s"].get<double>() +
+                                     whole["backward_weight_s"].get<double>() +
+                                     whole["recompute_s"].get<double>()),
+                     format_flop_rate(type["whole_model_achieved_flops"].get<double>()),
+                     format_bytes(static_bytes), format_bytes(type["memory_bytes"].get<double>()),
+                     std::to_string(type["blocks_that_fit"].get<int64_t>())});
+  }
+  costs.print(out, "  ");
+  out << '\n';
+  summary.print(out, "  ");
+  const json& options = report["cost_options"];
+  out << fmt::format(
+      "\nEstimates assume {:.0f}% of peak matmul FLOP/s, {:.0f}% of memory bandwidth, {:.0f}% "
+      "of link bandwidth, {} reserved per GPU (see src/hyperpipe/cost/cost_options.h).\n",
+      100 * options["matmul_efficiency"].get<double>(),
+      100 * options["memory_efficiency"].get<double>(),
+      100 * options["link_efficiency"].get<double>(),
+      format_bytes(options["reserved_memory_bytes"].get<double>()));
+}
+
+}  // namespace hyperpipe::cli

@@ -1,0 +1,35 @@
+#include "hyperpipe/cli/output_format.h"
+
+#include <map>
+#include <string>
+
+namespace hyperpipe::cli {
+
+void add_format_option(CLI::App& command, OutputFormat& format) {
+  const std::map<std::string, OutputFormat> names{{"table", OutputFormat::table},
+                                                  {"json", OutputFormat::json}};
+  command.add_option("--format", format, "Output: readable tables or JSON for scripts")
+      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case))
+      ->default_str("table");
+}
+
+const CLI::Validator& positive_integer() {
+  static const CLI::Validator validator(
+      [](std::string& text) -> std::string {
+        size_t used = 0;
+        long long value = 0;
+        try {
+          value = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || value <= 0) {
+          return "expected a positive integer, got '" + text + "'";
+        }
+        return "";
+      },
+      "POSITIVE");
+  return validator;
+}
+
+}  // namespace hyperpipe::cli

@@ -1,0 +1,118 @@
+#include "hyperpipe/cluster/cluster.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+#include "hyperpipe/cluster/gpu_catalogue.h"
+
+namespace hyperpipe::cluster {
+
+std::string_view to_string(LinkLevel level) {
+  switch (level) {
+    case LinkLevel::intra_node:
+      return "intra_node";
+    case LinkLevel::intra_island:
+      return "intra_island";
+    case LinkLevel::inter_island:
+      return "inter_island";
+  }
+  return "inter_island";
+}
+
+Cluster::Cluster(std::string name, std::vector<GpuType> gpu_types, std::vector<Node> nodes,
+                 std::vector<Island> islands, std::vector<Link> level_links,
+                 std::vector<LinkOverride> overrides)
+    : name_(std::move(name)),
+      gpu_types_(std::move(gpu_types)),
+      nodes_(std::move(nodes)),
+      islands_(std::move(islands)),
+      level_links_(std::move(level_links)),
+      overrides_(std::move(overrides)) {
+  for (int n = 0; n < static_cast<int>(nodes_.size()); ++n) {
+    for (int local = 0; local < nodes_[n].gpu_count; ++local) {
+      devices_.push_back({static_cast<int>(devices_.size()), n, local});
+    }
+  }
+}
+
+const GpuType& Cluster::gpu_type(const std::string& name) const {
+  for (const auto& type : gpu_types_) {
+    if (same_gpu_name(type.name, name)) return type;
+  }
+  throw std::out_of_range("no GPU type '" + name + "' in cluster " + name_);
+}
+
+const GpuType& Cluster::device_type(int device) const {
+  return gpu_type(nodes_.at(devices_.at(device).node).gpu_type);
+}
+
+double Cluster::device_memory(int device) const {
+  return nodes_.at(devices_.at(device).node).memory_bytes;
+}
+
+std::vector<std::string> Cluster::used_gpu_types() const {
+  std::vector<std::string> types;
+  for (const auto& node : nodes_) {
+    const std::string& type = gpu_type(node.gpu_type).name;
+    if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(type);
+  }
+  return types;
+}
+
+int Cluster::count_devices_of_type(const std::string& type) const {
+  int count = 0;
+  for (const auto& node : nodes_) {
+    if (same_gpu_name(node.gpu_type, type)) count += node.gpu_count;
+  }
+  return count;
+}
+
+LinkLevel Cluster::level_between(int device_a, int device_b) const {
+  const int node_a = devices_.at(device_a).node;
+  const int node_b = devices_.at(device_b).node;
+  if (node_a == node_b) return LinkLevel::intra_node;
+  if (nodes_[node_a].island == nodes_[node_b].island) return LinkLevel::intra_island;
+  return LinkLevel::inter_island;
+}
+
+const Link& Cluster::level_link(LinkLevel level) const {
+  return level_links_.at(static_cast<size_t>(level));
+}
+
+bool Cluster::names_match(const std::string& name, int node) const {
+  return nodes_[node].name == name || islands_[nodes_[node].island].name == name;
+}
+
+Link Cluster::link_between(int device_a, int device_b) const {
+  if (device_a == device_b) return {std::numeric_limits<double>::infinity(), 0.0};
+  const int node_a = devices_.at(device_a).node;
+  const int node_b = devices_.at(device_b).node;
+  // The last override that matches wins, so a file can state a broad rule and then
+  // exceptions to it. Inside one node only an override naming that node twice applies;
+  // an island's override is about the links between its nodes.
+  for (auto it = overrides_.rbegin(); it != overrides_.rend(); ++it) {
+    if (node_a == node_b) {
+      if (it->first == nodes_[node_a].name && it->second == nodes_[node_a].name) return it->link;
+      continue;
+    }
+    const bool forward = names_match(it->first, node_a) && names_match(it->second, node_b);
+    const bool backward = names_match(it->first, node_b) && names_match(it->second, node_a);
+    if (forward || backward) return it->link;
+  }
+  return level_link(level_between(device_a, device_b));
+}
+
+Link Cluster::slowest_ring_link(const std::vector<int>& devices) const {
+  Link slowest{std::numeric_limits<double>::infinity(), 0.0};
+  if (devices.size() < 2) return slowest;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const Link link = link_between(devices[i], devices[(i + 1) % devices.size()]);
+    slowest.bandwidth = std::min(slowest.bandwidth, link.bandwidth);
+    slowest.latency = std::max(slowest.latency, link.latency);
+  }
+  return slowest;
+}
+
+}  // namespace hyperpipe::cluster

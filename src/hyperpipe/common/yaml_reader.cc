@@ -1,0 +1,233 @@
+#include "hyperpipe/common/yaml_reader.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "hyperpipe/common/error.h"
+#include "hyperpipe/common/quantity.h"
+
+namespace hyperpipe {
+namespace {
+
+// Longest value echoed back in an error message; a whole sub-document would drown it.
+constexpr size_t kMaxShownValueChars = 40;
+
+std::string join(const std::vector<std::string>& words) {
+  std::string joined;
+  for (const auto& word : words) {
+    if (!joined.empty()) joined += ", ";
+    joined += word;
+  }
+  return joined;
+}
+
+}  // namespace
+
+YamlField::YamlField(YAML::Node node, std::string source, std::string path, YAML::Mark mark)
+    : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)), mark_(mark) {}
+
+YamlField YamlField::load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot open the file for reading (does it exist?)");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return load_string(buffer.str(), path);
+}
+
+YamlField YamlField::load_string(const std::string& text, const std::string& source) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    return YamlField(root, source, "", root.Mark());
+  } catch (const YAML::ParserException& error) {
+    throw InputError(source,
+                     fmt::format("line {}, column {}", error.mark.line + 1, error.mark.column + 1),
+                     "not valid YAML/JSON: " + error.msg);
+  }
+}
+
+int YamlField::line() const {
+  return mark_.is_null() ? 0 : mark_.line + 1;
+}
+
+std::string YamlField::where() const {
+  std::string place = line() > 0 ? fmt::format("line {}", line()) : std::string();
+  const std::string field = path_.empty() ? "top level" : "field '" + path_ + "'";
+  return place.empty() ? field : place + ", " + field;
+}
+
+std::string YamlField::shown_value() const {
+  if (!node_.IsDefined() || node_.IsNull()) return "nothing";
+  if (node_.IsMap()) return "a mapping";
+  if (node_.IsSequence()) return "a list";
+  std::string text = node_.Scalar();
+  if (text.size() > kMaxShownValueChars) text = text.substr(0, kMaxShownValueChars) + "...";
+  return "'" + text + "'";
+}
+
+void YamlField::fail(const std::string& expected) const {
+  throw InputError(source_, where(), "expected " + expected + ", got " + shown_value());
+}
+
+YamlField YamlField::child(const std::string& key, const YAML::Node& node) const {
+  const std::string child_path = path_.empty() ? key : path_ + "." + key;
+  // A missing node has no position: point at its parent instead.
+  const YAML::Mark mark = node.IsDefined() && !node.Mark().is_null() ? node.Mark() : mark_;
+  return YamlField(node, source_, child_path, mark);
+}
+
+bool YamlField::has(const std::string& key) const {
+  if (!node_.IsMap()) return false;
+  const YAML::Node value = node_[key];
+  return value.IsDefined() && !value.IsNull();
+}
+
+YamlField YamlField::required(const std::string& key) const {
+  if (!node_.IsMap()) fail("a mapping with field '" + key + "'");
+  if (!has(key)) {
+    throw InputError(source_, where(), "missing required field '" + key + "'");
+  }
+  return child(key, node_[key]);
+}
+
+std::optional<YamlField> YamlField::optional(const std::string& key) const {
+  if (!has(key)) return std::nullopt;
+  return child(key, node_[key]);
+}
+
+void YamlField::allow_only(std::initializer_list<std::string_view> allowed) const {
+  if (!node_.IsMap()) fail("a mapping");
+  for (const auto& entry : node_) {
+    const std::string key = entry.first.as<std::string>();
+    bool known = false;
+    for (const auto& name : allowed) known = known || key == name;
+    if (known) continue;
+    std::vector<std::string> names(allowed.begin(), allowed.end());
+    throw InputError(source_, child(key, entry.second).where(),
+                     "unknown field '" + key + "'; expected one of: " + join(names));
+  }
+}
+
+std::vector<std::pair<std::string, YamlField>> YamlField::entries() const {
+  if (!node_.IsMap()) fail("a mapping");
+  std::vector<std::pair<std::string, YamlField>> result;
+  for (const auto& entry : node_) {
+    const std::string key = entry.first.as<std::string>();
+    result.emplace_back(key, child(key, entry.second));
+  }
+  return result;
+}
+
+std::vector<YamlField> YamlField::items(size_t min_items) const {
+  if (!node_.IsSequence()) fail("a list");
+  if (node_.size() < min_items) fail(fmt::format("a list of at least {} item(s)", min_items));
+  std::vector<YamlField> result;
+  for (size_t i = 0; i < node_.size(); ++i) {
+    const YAML::Node item = node_[i];
+    const YAML::Mark mark = item.Mark().is_null() ? mark_ : item.Mark();
+    result.push_back(YamlField(item, source_, fmt::format("{}[{}]", path_, i), mark));
+  }
+  return result;
+}
+
+std::string YamlField::as_string() const {
+  if (!node_.IsScalar()) fail("a text value");
+  return node_.Scalar();
+}
+
+bool YamlField::as_bool() const {
+  bool value = false;
+  if (!node_.IsScalar() || !YAML::convert<bool>::decode(node_, value)) fail("true or false");
+  return value;
+}
+
+int64_t YamlField::as_int() const {
+  if (!node_.IsScalar()) fail("an integer");
+  const std::string& text = node_.Scalar();
+  size_t used = 0;
+  int64_t value = 0;
+  try {
+    value = std::stoll(text, &used, 10);
+  } catch (const std::exception&) {
+    fail("an integer");
+  }
+  if (used != text.size()) fail("an integer");
+  return value;
+}
+
+int64_t YamlField::as_positive_int() const {
+  if (!node_.IsScalar()) fail("a positive integer");
+  int64_t value = 0;
+  try {
+    value = as_int();
+  } catch (const InputError&) {
+    fail("a positive integer");
+  }
+  if (value <= 0) fail("a positive integer");
+  return value;
+}
+
+double YamlField::as_number() const {
+  if (!node_.IsScalar()) fail("a number");
+  const std::string& text = node_.Scalar();
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    fail("a number");
+  }
+  if (used != text.size() || !std::isfinite(value)) fail("a finite number");
+  return value;
+}
+
+double YamlField::as_positive_number() const {
+  if (!node_.IsScalar()) fail("a positive number");
+  double value = 0;
+  try {
+    value = as_number();
+  } catch (const InputError&) {
+    fail("a positive number");
+  }
+  if (value <= 0) fail("a positive number");
+  return value;
+}
+
+double YamlField::as_bytes() const {
+  const auto value = node_.IsScalar() ? parse_bytes(node_.Scalar()) : std::nullopt;
+  if (!value) fail("a positive size such as '80 GiB' (a bare number is GiB)");
+  return *value;
+}
+
+double YamlField::as_bandwidth() const {
+  const auto value = node_.IsScalar() ? parse_bandwidth(node_.Scalar()) : std::nullopt;
+  if (!value)
+    fail("a positive bandwidth such as '25 GB/s' or '100 Gbit/s' (a bare number is GB/s)");
+  return *value;
+}
+
+double YamlField::as_duration() const {
+  const auto value = node_.IsScalar() ? parse_duration(node_.Scalar()) : std::nullopt;
+  if (!value) fail("a non-negative duration such as '5 us' or '1.5 ms' (a bare number is us)");
+  return *value;
+}
+
+double YamlField::as_flop_rate() const {
+  const auto value = node_.IsScalar() ? parse_flop_rate(node_.Scalar()) : std::nullopt;
+  if (!value) fail("a positive rate such as '312 TFLOP/s' (a bare number is TFLOP/s)");
+  return *value;
+}
+
+size_t YamlField::as_choice(const std::vector<std::string>& choices) const {
+  if (node_.IsScalar()) {
+    for (size_t i = 0; i < choices.size(); ++i) {
+      if (node_.Scalar() == choices[i]) return i;
+    }
+  }
+  fail("one of: " + join(choices));
+}
+
+}  // namespace hyperpipe

@@ -1,0 +1,204 @@
+#include "hyperpipe/cost/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "hyperpipe/common/log.h"
+
+namespace hyperpipe::cost {
+namespace {
+
+// fp32 master weights kept beside 16-bit ones by mixed-precision training.
+constexpr double kMasterWeightBytes = 4;
+// Adam's momentum and variance, fp32 each (Rajbhandari et al., ZeRO, 2020: 12 bytes per
+// parameter of optimizer state with the master copy).
+constexpr double kAdamMomentBytes = 8;
+// One AdamW step per parameter reads the gradient, the master weight (the weight itself
+// in fp32), momentum and variance, and writes all but the gradient, plus the 16-bit copy.
+double adam_bytes_per_param(double element_bytes) {
+  const bool has_master = element_bytes < kMasterWeightBytes;
+  const double master_or_weight = has_master ? kMasterWeightBytes : element_bytes;
+  const double read = element_bytes + master_or_weight + kAdamMomentBytes;
+  const double written = master_or_weight + kAdamMomentBytes + (has_master ? element_bytes : 0.0);
+  return read + written;
+}
+// All-reduces per decoder block in each direction under Megatron tensor parallelism (one
+// after attention, one after the MLP; Shoeybi et al., 2019).
+constexpr int kTpAllReducesPerBlock = 2;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace
+
+std::string ComputeTime::source() const {
+  if (profiled_layers == 0) return "estimate";
+  if (estimated_layers == 0) return "profile";
+  return "profile+estimate";
+}
+
+ComputeTime& ComputeTime::operator+=(const ComputeTime& other) {
+  forward += other.forward;
+  backward_input += other.backward_input;
+  backward_weight += other.backward_weight;
+  recompute += other.recompute;
+  tp_communication += other.tp_communication;
+  estimated_layers += other.estimated_layers;
+  profiled_layers += other.profiled_layers;
+  return *this;
+}
+
+CostModel::CostModel(const model::Model& model, const cluster::Cluster& cluster,
+                     CostOptions options, const ProfileDb* profiles)
+    : model_(model), cluster_(cluster), options_(options), profiles_(profiles) {}
+
+model::Workload CostModel::workload(int64_t micro_batch, int64_t seq_len, int tp) const {
+  return {micro_batch, seq_len, tp, options_.sequence_parallel};
+}
+
+double CostModel::matmul_rate(const cluster::GpuType& type) const {
+  const double efficiency = type.matmul_efficiency.value_or(options_.matmul_efficiency);
+  return type.peak_flops(model_.config().dtype, options_.allow_tf32) * efficiency;
+}
+
+double CostModel::memory_rate(const cluster::GpuType& type) const {
+  return type.memory_bandwidth * type.memory_efficiency.value_or(options_.memory_efficiency);
+}
+
+std::optional<ProfileLookup> CostModel::find_profile(int layer, const cluster::GpuType& type,
+                                                     const model::Workload& work) const {
+  if (!profiles_) return std::nullopt;
+  const auto& config = model_.config();
+  const ProfileKey key{config.name, model_.layers().at(layer).kind(),
+                       type.name,   config.dtype,
+                       work.tp,     work.seq_len};
+  return profiles_->find(key, work.micro_batch);
+}
+
+ComputeTime CostModel::layer_time(int layer, const cluster::GpuType& type,
+                                  const model::Workload& work, model::Recompute recompute) const {
+  const model::Layer& spec = model_.layers().at(layer);
+  const model::LayerFlops flops = spec.flops(work);
+  const double recompute_flops = spec.recompute_flops(work, recompute);
+  // The share of the forward pass that recomputation reruns.
+  const double rerun = flops.forward > 0 ? recompute_flops / flops.forward : 0.0;
+  ComputeTime time;
+  if (const auto profiled = find_profile(layer, type, work)) {
+    time.forward = profiled->times.forward;
+    time.backward_input = profiled->times.backward_input;
+    time.backward_weight = profiled->times.backward_weight;
+    time.recompute = rerun * time.forward;
+    time.profiled_layers = 1;
+    return time;  // measured with its tensor-parallel communication included
+  }
+  // Roofline per kernel class: products run at the achievable FLOP rate, the
+  // element-wise kernels between them at the achievable memory bandwidth, one after
+  // the other.
+  const model::MemoryTraffic traffic = spec.memory_traffic(work);
+  const double flop_rate = matmul_rate(type);
+  const double byte_rate = memory_rate(type);
+  time.forward = flops.forward / flop_rate + traffic.forward / byte_rate;
+  time.backward_input = flops.backward_input / flop_rate + traffic.backward_input / byte_rate;
+  time.backward_weight = flops.backward_weight / flop_rate + traffic.backward_weight / byte_rate;
+  time.recompute = rerun * time.forward;
+  time.estimated_layers = 1;
+  return time;
+}
+
+ComputeTime CostModel::range_time(int first, int last, const DeviceGroup& group,
+                                  int64_t micro_batch, int64_t seq_len,
+                                  model::Recompute recompute) const {
+  const cluster::GpuType& type = cluster_.gpu_type(group.gpu_type);
+  const model::Workload work = workload(ceil_div(micro_batch, group.dp), seq_len, group.tp);
+  const double element_bytes = model::bytes_per_element(model_.config().dtype);
+  const double activation = static_cast<double>(work.micro_batch) * static_cast<double>(seq_len) *
+                            static_cast<double>(model_.config().hidden) * element_bytes;
+  ComputeTime total;
+  for (int layer = first; layer < last; ++layer) {
+    ComputeTime time = layer_time(layer, type, work, recompute);
+    const auto kind = model_.layers()[layer].kind();
+    if (group.tp > 1 && time.profiled_layers == 0 && kind == model::LayerKind::decoder_block) {
+      const double one = allreduce_time(activation, group.tp, group.tp_link);
+      time.tp_communication = 2.0 * kTpAllReducesPerBlock * one;
+      time.forward += kTpAllReducesPerBlock * one;
+      time.backward_input += kTpAllReducesPerBlock * one;
+    }
+    total += time;
+  }
+  return total;
+}
+
+double CostModel::range_params(int first, int last, int tp) const {
+  double params = 0;
+  for (int layer = first; layer < last; ++layer) {
+    params += static_cast<double>(model_.layers().at(layer).params());
+  }
+  return params / tp;
+}
+
+StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& group,
+                                    int64_t micro_batch, int64_t seq_len, int in_flight,
+                                    model::Recompute recompute) const {
+  const double element_bytes = model::bytes_per_element(model_.config().dtype);
+  const double params = range_params(first, last, group.tp);
+  const bool has_master = element_bytes < kMasterWeightBytes;
+  StageMemory memory;
+  memory.weights = params * element_bytes;
+  memory.gradients = params * element_bytes;
+  memory.optimizer = params * ((has_master ? kMasterWeightBytes : 0.0) + kAdamMomentBytes);
+  memory.reserved = options_.reserved_memory_bytes;
+  const cluster::GpuType& type = cluster_.gpu_type(group.gpu_type);
+  const model::Workload work = workload(ceil_div(micro_batch, group.dp), seq_len, group.tp);
+  double per_micro_batch = 0;
+  for (int layer = first; layer < last; ++layer) {
+    const auto profiled = find_profile(layer, type, work);
+    if (recompute == model::Recompute::none && profiled && profiled->times.activation_bytes) {
+      per_micro_batch += *profiled->times.activation_bytes;
+    } else {
+      per_micro_batch +=
+          static_cast<double>(model_.layers()[layer].activation_bytes(work, recompute));
+    }
+  }
+  memory.activations = per_micro_batch * in_flight;
+  return memory;
+}
+
+Transfer CostModel::transfer(double bytes, const cluster::Link& link) const {
+  if (bytes <= 0 || std::isinf(link.bandwidth)) return {bytes, 0.0};
+  return {bytes, link.latency + bytes / (link.bandwidth * options_.link_efficiency)};
+}
+
+Transfer CostModel::cut_transfer(int last_layer, int64_t micro_batch, int64_t seq_len,
+                                 const DeviceGroup& from, const DeviceGroup& to,
+                                 const cluster::Link& link) const {
+  // Each sender holds ceil(b / dp_from) sequences and sends all of them, split over as
+  // many receivers as needed when the next stage's dp differs.
+  const model::Workload work = workload(ceil_div(micro_batch, from.dp), seq_len, from.tp);
+  const double bytes = static_cast<double>(model_.layers().at(last_layer).output_bytes(work));
+  const int messages = std::max(1, to.dp / from.dp);
+  Transfer result = transfer(bytes, link);
+  result.seconds += (messages - 1) * link.latency;
+  return result;
+}
+
+double CostModel::allreduce_time(double bytes, int ranks, const cluster::Link& link) const {
+  if (ranks <= 1 || bytes <= 0) return 0.0;
+  const double steps = 2.0 * (ranks - 1);
+  const double chunk = bytes / ranks;
+  return steps * (link.latency + chunk / (link.bandwidth * options_.link_efficiency));
+}
+
+double CostModel::gradient_allreduce_time(int first, int last, const DeviceGroup& group) const {
+  const double element_bytes = model::bytes_per_element(model_.config().dtype);
+  return allreduce_time(range_params(first, last, group.tp) * element_bytes, group.dp,
+                        group.dp_link);
+}
+
+double CostModel::optimizer_time(int first, int last, const DeviceGroup& group) const {
+  const double element_bytes = model::bytes_per_element(model_.config().dtype);
+  const double bytes = range_params(first, last, group.tp) * adam_bytes_per_param(element_bytes);
+  return bytes / memory_rate(cluster_.gpu_type(group.gpu_type));
+}
+
+}  // namespace hyperpipe::cost

@@ -1,0 +1,106 @@
+// The one place that answers "how long" and "how much memory": the planner, the simulator
+// and the reports all ask it. Measured profiles win where they exist; elsewhere a roofline
+// estimate from the GPU catalogue, with the efficiencies of cost_options.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hyperpipe/cluster/cluster.h"
+#include "hyperpipe/cost/cost_options.h"
+#include "hyperpipe/cost/device_group.h"
+#include "hyperpipe/cost/profile_db.h"
+#include "hyperpipe/model/model.h"
+
+namespace hyperpipe::cost {
+
+// Seconds one device spends on a layer range for one micro-batch.
+struct ComputeTime {
+  double forward = 0;
+  double backward_input = 0;
+  double backward_weight = 0;
+  double recompute = 0;         // forward rerun during backward (recomputation)
+  double tp_communication = 0;  // tensor-parallel all-reduces, included in the times above
+  int estimated_layers = 0;     // layers costed by the roofline estimate
+  int profiled_layers = 0;      // layers costed from measured profiles
+
+  double backward() const { return backward_input + backward_weight + recompute; }
+  double total() const { return forward + backward(); }
+  // "estimate", "profile" or "profile+estimate".
+  std::string source() const;
+  ComputeTime& operator+=(const ComputeTime& other);
+};
+
+// Bytes one device of a stage needs.
+struct StageMemory {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;    // mixed-precision Adam: fp32 master copy, momentum, variance
+  double activations = 0;  // of all micro-batches in flight
+  double reserved = 0;     // CUDA context, workspaces, fragmentation (CostOptions)
+
+  double total() const { return weights + gradients + optimizer + activations + reserved; }
+};
+
+struct Transfer {
+  double bytes = 0;
+  double seconds = 0;
+};
+
+class CostModel {
+ public:
+  // `profiles` may be null; it must outlive the cost model.
+  CostModel(const model::Model& model, const cluster::Cluster& cluster, CostOptions options = {},
+            const ProfileDb* profiles = nullptr);
+
+  const model::Model& model() const { return model_; }
+  const cluster::Cluster& cluster() const { return cluster_; }
+  const CostOptions& options() const { return options_; }
+
+  // One layer on one device of `type`; `work.micro_batch` is that device's share.
+  ComputeTime layer_time(int layer, const cluster::GpuType& type, const model::Workload& work,
+                         model::Recompute recompute) const;
+  // Layers [first, last) on a device group for a micro-batch of `micro_batch` sequences,
+  // split over the group's dp ranks (the slowest rank, ceil(micro_batch / dp), sets the
+  // pace), including the tensor-parallel all-reduces over the group's tp link.
+  ComputeTime range_time(int first, int last, const DeviceGroup& group, int64_t micro_batch,
+                         int64_t seq_len, model::Recompute recompute) const;
+
+  // Memory of one device of a stage holding layers [first, last) with `in_flight`
+  // micro-batches whose activations are kept for backward.
+  StageMemory stage_memory(int first, int last, const DeviceGroup& group, int64_t micro_batch,
+                           int64_t seq_len, int in_flight, model::Recompute recompute) const;
+
+  // Point-to-point: latency + bytes / (bandwidth · link efficiency).
+  Transfer transfer(double bytes, const cluster::Link& link) const;
+  // The activation (or, backwards, its gradient) crossing the cut after `last_layer` from
+  // one stage to the next: each sending rank ships its share over its own connection, so
+  // the time is that of the largest share.
+  Transfer cut_transfer(int last_layer, int64_t micro_batch, int64_t seq_len,
+                        const DeviceGroup& from, const DeviceGroup& to,
+                        const cluster::Link& link) const;
+  // Ring all-reduce of `bytes` over `ranks` (Patarasuk & Yuan, 2009):
+  // 2(n−1) steps, each moving bytes/n and paying one latency.
+  double allreduce_time(double bytes, int ranks, const cluster::Link& link) const;
+  // All-reduce of the gradients of layers [first, last) over the group's dp ranks.
+  double gradient_allreduce_time(int first, int last, const DeviceGroup& group) const;
+  // AdamW step over the group's share of layers [first, last): memory bound.
+  double optimizer_time(int first, int last, const DeviceGroup& group) const;
+
+  // Parameters of layers [first, last) held by one device (tp splits them).
+  double range_params(int first, int last, int tp) const;
+
+ private:
+  model::Workload workload(int64_t micro_batch, int64_t seq_len, int tp) const;
+  std::optional<ProfileLookup> find_profile(int layer, const cluster::GpuType& type,
+                                            const model::Workload& work) const;
+  double matmul_rate(const cluster::GpuType& type) const;
+  double memory_rate(const cluster::GpuType& type) const;
+
+  const model::Model& model_;
+  const cluster::Cluster& cluster_;
+  CostOptions options_;
+  const ProfileDb* profiles_;
+};
+
+}  // namespace hyperpipe::cost

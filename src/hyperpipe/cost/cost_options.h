@@ -1,0 +1,37 @@
+// The knobs of the analytic cost model, each with its default and where it comes from.
+#pragma once
+
+#include "hyperpipe/common/quantity.h"
+
+namespace hyperpipe::cost {
+
+// Fraction of peak tensor-core FLOP/s that transformer matrix products reach in training.
+// Narayanan et al., SC'21, Table 1: 138-163 TFLOP/s per A100 (44-52% of 312) end to end
+// for GPT models of 1.7B-1T parameters; the layer kernels alone run a little faster.
+inline constexpr double kDefaultMatmulEfficiency = 0.5;
+
+// Fraction of datasheet DRAM bandwidth reached by streaming (element-wise) kernels.
+// BabelStream "triad" on A100-40GB: ~1.35 of 1.555 TB/s (Deakin et al., 2022), i.e. ~0.87;
+// we round down for the many small kernels of a layer.
+inline constexpr double kDefaultMemoryEfficiency = 0.8;
+
+// Fraction of a link's nominal bandwidth that NCCL/Gloo transfers reach: nccl-tests bus
+// bandwidth of ~230-240 GB/s on A100 NVLink (300 GB/s nominal) and ~90% on InfiniBand.
+inline constexpr double kDefaultLinkEfficiency = 0.8;
+
+// Memory a device cannot give to the model: CUDA context, cuBLAS workspaces, NCCL buffers
+// and allocator fragmentation (PyTorch reports 0.5-1 GiB for the context alone).
+inline constexpr double kDefaultReservedMemory = 1.0 * kGiB;
+
+struct CostOptions {
+  double matmul_efficiency = kDefaultMatmulEfficiency;
+  double memory_efficiency = kDefaultMemoryEfficiency;
+  double link_efficiency = kDefaultLinkEfficiency;
+  double reserved_memory_bytes = kDefaultReservedMemory;
+  // fp32 products on TF32 tensor cores. PyTorch has defaulted to off since 1.12.
+  bool allow_tf32 = false;
+  // Megatron sequence parallelism whenever tp > 1 (Korthikanti et al., 2022).
+  bool sequence_parallel = true;
+};
+
+}  // namespace hyperpipe::cost

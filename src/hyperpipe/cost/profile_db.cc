@@ -1,0 +1,109 @@
+#include "hyperpipe/cost/profile_db.h"
+
+#include <algorithm>
+
+#include "hyperpipe/cluster/gpu_catalogue.h"
+#include "hyperpipe/common/error.h"
+
+namespace hyperpipe::cost {
+namespace {
+
+constexpr double kSecondsPerMillisecond = 1e-3;
+
+double read_milliseconds(const YamlField& entry, const char* key) {
+  const YamlField field = entry.required(key);
+  const double value = field.as_number();
+  if (value < 0) field.fail("a time in milliseconds, 0 or more");
+  return value * kSecondsPerMillisecond;
+}
+
+ProfiledTimes mix(const ProfiledTimes& low, const ProfiledTimes& high, double weight) {
+  const auto lerp = [weight](double a, double b) { return a + (b - a) * weight; };
+  ProfiledTimes result{lerp(low.forward, high.forward),
+                       lerp(low.backward_input, high.backward_input),
+                       lerp(low.backward_weight, high.backward_weight), std::nullopt};
+  if (low.activation_bytes && high.activation_bytes) {
+    result.activation_bytes = lerp(*low.activation_bytes, *high.activation_bytes);
+  }
+  return result;
+}
+
+ProfiledTimes scaled(const ProfiledTimes& times, double factor) {
+  ProfiledTimes result{times.forward * factor, times.backward_input * factor,
+                       times.backward_weight * factor, std::nullopt};
+  if (times.activation_bytes) result.activation_bytes = *times.activation_bytes * factor;
+  return result;
+}
+
+}  // namespace
+
+ProfileDb ProfileDb::load(const std::string& path) {
+  return read(YamlField::load_file(path));
+}
+
+ProfileDb ProfileDb::read(const YamlField& root) {
+  if (!root.is_map()) root.fail("a JSON object with \"format\" and \"entries\"");
+  root.allow_only({"format", "host", "entries"});
+  const YamlField format = root.required("format");
+  if (format.as_string() != kProfileFormat) format.fail(std::string("\"") + kProfileFormat + "\"");
+  ProfileDb db;
+  for (const auto& entry : root.required("entries").items()) {
+    entry.allow_only({"model", "layer", "device", "dtype", "tp", "seq_len", "micro_batch",
+                      "forward_ms", "backward_input_ms", "backward_weight_ms", "activation_bytes"});
+    ProfileEntry parsed;
+    parsed.key.model = entry.required("model").as_string();
+    const size_t layer = entry.required("layer").as_choice({"embedding", "decoder_block", "head"});
+    parsed.key.layer = static_cast<model::LayerKind>(layer);
+    parsed.key.device = entry.required("device").as_string();
+    const YamlField dtype = entry.required("dtype");
+    const auto parsed_dtype = model::parse_dtype(dtype.as_string());
+    if (!parsed_dtype) dtype.fail("a dtype: fp32, fp16 or bf16");
+    parsed.key.dtype = *parsed_dtype;
+    parsed.key.tp = entry.required("tp").as_positive_int();
+    parsed.key.seq_len = entry.required("seq_len").as_positive_int();
+    parsed.micro_batch = entry.required("micro_batch").as_positive_int();
+    parsed.times.forward = read_milliseconds(entry, "forward_ms");
+    parsed.times.backward_input = read_milliseconds(entry, "backward_input_ms");
+    parsed.times.backward_weight = read_milliseconds(entry, "backward_weight_ms");
+    if (auto bytes = entry.optional("activation_bytes")) {
+      parsed.times.activation_bytes = bytes->as_positive_number();
+    }
+    db.add(parsed);
+  }
+  return db;
+}
+
+void ProfileDb::add(const ProfileEntry& entry) {
+  ProfileKey key = entry.key;
+  key.device = cluster::gpu_name_key(key.device);
+  series_[key][entry.micro_batch] = entry.times;
+}
+
+size_t ProfileDb::size() const {
+  size_t count = 0;
+  for (const auto& [key, points] : series_) count += points.size();
+  return count;
+}
+
+std::optional<ProfileLookup> ProfileDb::find(const ProfileKey& key, int64_t micro_batch) const {
+  ProfileKey wanted = key;
+  wanted.device = cluster::gpu_name_key(key.device);
+  const auto found = series_.find(wanted);
+  if (found == series_.end() || found->second.empty()) return std::nullopt;
+  const auto& points = found->second;
+  const auto exact = points.find(micro_batch);
+  if (exact != points.end()) return ProfileLookup{exact->second, ProfileMatch::exact};
+
+  const auto above = points.upper_bound(micro_batch);
+  if (above == points.begin() || above == points.end()) {
+    const auto& nearest = above == points.begin() ? *points.begin() : *points.rbegin();
+    const double factor = static_cast<double>(micro_batch) / static_cast<double>(nearest.first);
+    return ProfileLookup{scaled(nearest.second, factor), ProfileMatch::extrapolated};
+  }
+  const auto below = std::prev(above);
+  const double weight = static_cast<double>(micro_batch - below->first) /
+                        static_cast<double>(above->first - below->first);
+  return ProfileLookup{mix(below->second, above->second, weight), ProfileMatch::interpolated};
+}
+
+}  // namespace hyperpipe::cost

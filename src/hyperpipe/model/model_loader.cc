@@ -1,0 +1,152 @@
+#include "hyperpipe/model/model_loader.h"
+
+#include <filesystem>
+
+#include "hyperpipe/common/error.h"
+#include "hyperpipe/model/catalogue.h"
+
+namespace hyperpipe::model {
+namespace {
+
+DType read_dtype(const YamlField& field) {
+  const auto dtype = parse_dtype(field.as_string());
+  if (!dtype) field.fail("a dtype: fp32, fp16 or bf16");
+  return *dtype;
+}
+
+void read_int_if_present(const YamlField& root, const char* key, int64_t& into) {
+  if (auto field = root.optional(key)) into = field->as_positive_int();
+}
+
+void read_bool_if_present(const YamlField& root, const char* key, bool& into) {
+  if (auto field = root.optional(key)) into = field->as_bool();
+}
+
+TransformerConfig finish(TransformerConfig config, const YamlField& root) {
+  config = complete(config);
+  validate(config, root.source());
+  return config;
+}
+
+TransformerConfig read_hf_gpt2(const YamlField& root) {
+  TransformerConfig c;
+  c.flavour = Flavour::gpt;
+  c.hidden = root.required("n_embd").as_positive_int();
+  c.layers = root.required("n_layer").as_positive_int();
+  c.heads = root.required("n_head").as_positive_int();
+  c.vocab = root.required("vocab_size").as_positive_int();
+  c.seq_len = root.required("n_positions").as_positive_int();
+  read_int_if_present(root, "n_inner", c.ffn_hidden);  // null means 4·n_embd
+  read_bool_if_present(root, "tie_word_embeddings", c.tied_embeddings);
+  return c;
+}
+
+TransformerConfig read_hf_opt(const YamlField& root) {
+  TransformerConfig c;
+  c.flavour = Flavour::gpt;
+  c.hidden = root.required("hidden_size").as_positive_int();
+  c.layers = root.required("num_hidden_layers").as_positive_int();
+  c.heads = root.required("num_attention_heads").as_positive_int();
+  c.ffn_hidden = root.required("ffn_dim").as_positive_int();
+  c.vocab = root.required("vocab_size").as_positive_int();
+  c.seq_len = root.required("max_position_embeddings").as_positive_int();
+  read_int_if_present(root, "word_embed_proj_dim", c.embed_dim);
+  c.position_offset = 2;  // OPTLearnedPositionalEmbedding reserves two rows
+  read_bool_if_present(root, "do_layer_norm_before", c.final_norm);
+  read_bool_if_present(root, "tie_word_embeddings", c.tied_embeddings);
+  return c;
+}
+
+TransformerConfig read_hf_llama(const YamlField& root) {
+  TransformerConfig c;
+  c.flavour = Flavour::llama;
+  c.dropout = false;
+  c.tied_embeddings = false;
+  c.dtype = DType::bf16;
+  c.hidden = root.required("hidden_size").as_positive_int();
+  c.layers = root.required("num_hidden_layers").as_positive_int();
+  c.heads = root.required("num_attention_heads").as_positive_int();
+  c.ffn_hidden = root.required("intermediate_size").as_positive_int();
+  c.vocab = root.required("vocab_size").as_positive_int();
+  c.seq_len = root.required("max_position_embeddings").as_positive_int();
+  read_int_if_present(root, "num_key_value_heads", c.kv_heads);
+  read_bool_if_present(root, "tie_word_embeddings", c.tied_embeddings);
+  return c;
+}
+
+}  // namespace
+
+TransformerConfig read_hf_config(const YamlField& root) {
+  if (!root.is_map()) root.fail("a JSON object (a Hugging Face config.json)");
+  const YamlField type = root.required("model_type");
+  const size_t kind = type.as_choice({"gpt2", "opt", "llama", "mistral"});
+  TransformerConfig c = kind == 0   ? read_hf_gpt2(root)
+                        : kind == 1 ? read_hf_opt(root)
+                                    : read_hf_llama(root);
+  if (auto dtype = root.optional("torch_dtype")) c.dtype = read_dtype(*dtype);
+  if (auto name = root.optional("_name_or_path")) {
+    c.name = name->as_string();
+  } else {
+    c.name = std::filesystem::path(root.source()).parent_path().filename().string();
+    if (c.name.empty()) c.name = type.as_string();
+  }
+  return finish(c, root);
+}
+
+TransformerConfig read_model_yaml(const YamlField& root) {
+  if (!root.is_map()) root.fail("a mapping of model fields");
+  root.allow_only({"name", "base", "flavour", "hidden", "layers", "heads", "kv_heads", "ffn_hidden",
+                   "vocab", "seq_len", "embed_dim", "position_offset", "tied_embeddings",
+                   "final_norm", "dropout", "flash_attention", "dtype"});
+  TransformerConfig c;
+  const bool has_base = root.has("base");
+  if (has_base) {
+    const YamlField base = root.required("base");
+    const auto found = find_catalogue_model(base.as_string());
+    if (!found) base.fail("a catalogue model name (see `hyperpipe models`)");
+    c = *found;
+  } else {
+    for (const char* key : {"hidden", "layers", "heads", "vocab", "seq_len"}) root.required(key);
+  }
+  if (auto name = root.optional("name")) c.name = name->as_string();
+  if (c.name.empty()) c.name = std::filesystem::path(root.source()).stem().string();
+  if (auto flavour = root.optional("flavour")) {
+    c.flavour = flavour->as_choice({"gpt", "llama"}) == 0 ? Flavour::gpt : Flavour::llama;
+    if (!has_base && c.flavour == Flavour::llama) {
+      c.dropout = false;
+      c.tied_embeddings = false;
+    }
+  }
+  read_int_if_present(root, "hidden", c.hidden);
+  read_int_if_present(root, "layers", c.layers);
+  read_int_if_present(root, "heads", c.heads);
+  read_int_if_present(root, "kv_heads", c.kv_heads);
+  read_int_if_present(root, "ffn_hidden", c.ffn_hidden);
+  read_int_if_present(root, "vocab", c.vocab);
+  read_int_if_present(root, "seq_len", c.seq_len);
+  read_int_if_present(root, "embed_dim", c.embed_dim);
+  if (auto offset = root.optional("position_offset")) {
+    c.position_offset = offset->as_int();
+    if (c.position_offset < 0) offset->fail("0 or a positive integer");
+  }
+  read_bool_if_present(root, "tied_embeddings", c.tied_embeddings);
+  read_bool_if_present(root, "final_norm", c.final_norm);
+  read_bool_if_present(root, "dropout", c.dropout);
+  read_bool_if_present(root, "flash_attention", c.flash_attention);
+  if (auto dtype = root.optional("dtype")) c.dtype = read_dtype(*dtype);
+  return finish(c, root);
+}
+
+Model load_model(const std::string& name_or_path) {
+  if (auto found = find_catalogue_model(name_or_path)) return Model(*found);
+  if (!std::filesystem::exists(name_or_path)) {
+    throw InputError("--model", "'" + name_or_path + "'",
+                     "not a catalogue model (see `hyperpipe models`) nor an existing file "
+                     "(a model .yaml or a Hugging Face config.json)");
+  }
+  const YamlField root = YamlField::load_file(name_or_path);
+  if (root.is_map() && root.has("model_type")) return Model(read_hf_config(root));
+  return Model(read_model_yaml(root));
+}
+
+}  // namespace hyperpipe::model

@@ -1,0 +1,67 @@
+#include "hyperpipe/model/transformer_config.h"
+
+#include <fmt/format.h>
+
+#include "hyperpipe/common/error.h"
+
+namespace hyperpipe::model {
+namespace {
+
+// LLaMA's SwiGLU keeps the MLP's parameter count near that of a 4h GELU MLP by using
+// 2/3 of 4h, rounded up to this multiple (Meta's llama/model.py, `multiple_of`).
+constexpr int64_t kLlamaFfnMultiple = 256;
+constexpr int64_t kGptFfnRatio = 4;
+
+}  // namespace
+
+std::string_view to_string(Flavour flavour) {
+  return flavour == Flavour::gpt ? "gpt" : "llama";
+}
+
+TransformerConfig complete(TransformerConfig config) {
+  if (config.kv_heads == 0) config.kv_heads = config.heads;
+  if (config.embed_dim == 0) config.embed_dim = config.hidden;
+  if (config.ffn_hidden == 0) {
+    if (config.flavour == Flavour::gpt) {
+      config.ffn_hidden = kGptFfnRatio * config.hidden;
+    } else {
+      const int64_t two_thirds = 2 * kGptFfnRatio * config.hidden / 3;
+      config.ffn_hidden =
+          (two_thirds + kLlamaFfnMultiple - 1) / kLlamaFfnMultiple * kLlamaFfnMultiple;
+    }
+  }
+  return config;
+}
+
+void validate(const TransformerConfig& config, const std::string& source) {
+  const auto positive = [&](int64_t value, const char* field) {
+    if (value <= 0) {
+      throw InputError(source, fmt::format("field '{}'", field),
+                       fmt::format("expected a positive integer, got {}", value));
+    }
+  };
+  positive(config.hidden, "hidden");
+  positive(config.layers, "layers");
+  positive(config.heads, "heads");
+  positive(config.kv_heads, "kv_heads");
+  positive(config.ffn_hidden, "ffn_hidden");
+  positive(config.vocab, "vocab");
+  positive(config.seq_len, "seq_len");
+  positive(config.embed_dim, "embed_dim");
+  if (config.position_offset < 0) {
+    throw InputError(source, "field 'position_offset'",
+                     fmt::format("expected 0 or more, got {}", config.position_offset));
+  }
+  if (config.hidden % config.heads != 0) {
+    throw InputError(
+        source, "field 'heads'",
+        fmt::format("expected a divisor of hidden = {}, got {}", config.hidden, config.heads));
+  }
+  if (config.heads % config.kv_heads != 0) {
+    throw InputError(
+        source, "field 'kv_heads'",
+        fmt::format("expected a divisor of heads = {}, got {}", config.heads, config.kv_heads));
+  }
+}
+
+}  // namespace hyperpipe::model

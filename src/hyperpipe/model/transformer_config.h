@@ -1,0 +1,56 @@
+// The shape of a decoder-only transformer: everything the cost formulas need.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hyperpipe/model/dtype.h"
+
+namespace hyperpipe::model {
+
+// GPT: LayerNorm, GELU MLP (two matrices, biases), learned positions, dropout.
+// LLaMA: RMSNorm, SwiGLU MLP (three matrices, no biases), rotary positions (no position
+// parameters), grouped-query attention, no dropout.
+enum class Flavour { gpt, llama };
+
+std::string_view to_string(Flavour flavour);
+
+struct TransformerConfig {
+  std::string name;
+  Flavour flavour = Flavour::gpt;
+  int64_t hidden = 0;
+  int64_t layers = 0;
+  int64_t heads = 0;
+  // Key/value heads of grouped-query attention; 0 means "as many as heads" (multi-head).
+  int64_t kv_heads = 0;
+  // MLP inner size; 0 means the flavour's default (see complete()).
+  int64_t ffn_hidden = 0;
+  int64_t vocab = 0;
+  // Training sequence length; for GPT also the number of learned positions.
+  int64_t seq_len = 0;
+  // Width of the token embeddings when narrower than `hidden` (OPT-350m's
+  // word_embed_proj_dim, projected in and out); 0 means equal to hidden.
+  int64_t embed_dim = 0;
+  // Learned-position rows beyond seq_len (OPT reserves 2 for its padding offset).
+  int64_t position_offset = 0;
+  bool tied_embeddings = true;
+  bool final_norm = true;
+  bool dropout = true;
+  // Fused attention (FlashAttention) keeps no s×s score matrix for backward.
+  bool flash_attention = false;
+  DType dtype = DType::fp16;
+
+  int64_t head_dim() const { return hidden / heads; }
+  int64_t kv_dim() const { return kv_heads * head_dim(); }
+};
+
+// Fills the fields left at 0 with the flavour's defaults: kv_heads = heads, embed_dim =
+// hidden, ffn_hidden = 4·hidden (GPT) or LLaMA's rule (2/3·4·hidden rounded up to a
+// multiple of 256, as in Meta's reference model.py).
+TransformerConfig complete(TransformerConfig config);
+
+// Throws InputError (naming `source`) if a size is not positive or the shape is
+// inconsistent (hidden not divisible by heads, heads not divisible by kv_heads).
+void validate(const TransformerConfig& config, const std::string& source);
+
+}  // namespace hyperpipe::model

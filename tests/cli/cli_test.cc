@@ -1,0 +1,178 @@
+// The `hyperpipe` binary as a user runs it: output, JSON, exit codes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_files.h"
+
+namespace hyperpipe::cli {
+namespace {
+
+using hyperpipe::testing::write_temp_file;
+
+struct Result {
+  int exit_code = -1;
+  bool exited_normally = false;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+Result run(const std::string& args) {
+  const std::string out_path = hyperpipe::testing::temp_path("cli-out.txt");
+  const std::string err_path = hyperpipe::testing::temp_path("cli-err.txt");
+  const std::string command = std::string(HYPERPIPE_BINARY) + " " + args + " >" + out_path + " 2>" +
+                              err_path + " </dev/null";
+  const int status = std::system(command.c_str());
+  Result result;
+  result.exited_normally = WIFEXITED(status);
+  result.exit_code = result.exited_normally ? WEXITSTATUS(status) : -1;
+  result.out = slurp(out_path);
+  result.err = slurp(err_path);
+  return result;
+}
+
+const std::string kExamples = HYPERPIPE_EXAMPLES;
+
+TEST(Cli, ModelsListsTheCatalogue) {
+  const Result r = run("models");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"gpt2-124m", "gpt3-175b", "opt-350m", "llama2-70b", "llama3-8b"}) {
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  }
+  const Result json = run("models --format json");
+  ASSERT_EQ(json.exit_code, 0);
+  const auto parsed = nlohmann::json::parse(json.out);
+  EXPECT_EQ(parsed["models"].size(), 18u);
+}
+
+TEST(Cli, DevicesListsGpuTypes) {
+  const Result r = run("devices --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto parsed = nlohmann::json::parse(r.out);
+  bool found = false;
+  for (const auto& type : parsed["gpu_types"]) {
+    if (type["name"] == "H100-SXM") {
+      found = true;
+      EXPECT_DOUBLE_EQ(type["peak_flops"]["bf16"].get<double>(), 989.4e12);
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(run("devices").exit_code, 0);
+}
+
+TEST(Cli, DescribeDefaultsRunAndPrintTables) {
+  const Result r = run("describe");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Model gpt3-2.7b"), std::string::npos);
+  EXPECT_NE(r.out.find("Cluster a100-v100-t4: 16 GPUs"), std::string::npos);
+  EXPECT_NE(r.out.find("T4"), std::string::npos);
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(Cli, DescribeJsonCarriesTotalsAndPerTypeCosts) {
+  const Result r = run("describe --model llama2-7b --cluster " + kExamples +
+                       "/clusters/h100-a100-islands.yaml --micro-batch 2 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["format"], "hyperpipe.describe/1");
+  EXPECT_EQ(report["total_params"].get<int64_t>(), 6'738'415'616);
+  EXPECT_EQ(report["model"]["layers"].size(), 34u);
+  EXPECT_EQ(report["cluster"]["devices"].get<int>(), 32);
+  ASSERT_EQ(report["cost"].size(), 2u);
+  // An H100 is faster than an A100 on every layer.
+  const auto& h100 = report["cost"][0];
+  const auto& a100 = report["cost"][1];
+  EXPECT_EQ(h100["gpu_type"], "H100-SXM");
+  for (size_t i = 0; i < 34; ++i) {
+    EXPECT_LT(h100["layers"][i]["forward_s"].get<double>(),
+              a100["layers"][i]["forward_s"].get<double>());
+  }
+}
+
+TEST(Cli, DescribeUsesProfilesWhenGiven) {
+  const std::string profiles = write_temp_file("cli-profiles.json", R"({
+  "format": "hyperpipe.profiles/1",
+  "entries": [{"model": "gpt3-2.7b", "layer": "decoder_block", "device": "T4", "dtype": "fp16",
+               "tp": 1, "seq_len": 2048, "micro_batch": 1, "forward_ms": 99,
+               "backward_input_ms": 98, "backward_weight_ms": 97}]})");
+  const Result r = run("describe --profiles " + profiles + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  const auto& t4 = report["cost"][2];
+  ASSERT_EQ(t4["gpu_type"], "T4");
+  EXPECT_DOUBLE_EQ(t4["layers"][1]["forward_s"].get<double>(), 0.099);
+  EXPECT_EQ(t4["layers"][1]["source"], "profile");
+  EXPECT_EQ(t4["layers"][0]["source"], "estimate");
+}
+
+TEST(Cli, HelpExitsZeroWithExamples) {
+  const Result r = run("describe --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Examples:"), std::string::npos);
+  EXPECT_EQ(run("--help").exit_code, 0);
+}
+
+struct BadInvocation {
+  std::string args;
+  std::string expected_in_stderr;
+  friend void PrintTo(const BadInvocation& bad, std::ostream* out) { *out << bad.args; }
+};
+
+class CliBadInput : public ::testing::TestWithParam<BadInvocation> {};
+
+TEST_P(CliBadInput, ExitsTwoWithAMessage) {
+  const Result r = run(GetParam().args);
+  EXPECT_TRUE(r.exited_normally);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(GetParam().expected_in_stderr), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;  // nothing half-printed
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CliBadInput,
+    ::testing::Values(
+        BadInvocation{"", "A subcommand is required"}, BadInvocation{"frobnicate", "subcommand"},
+        BadInvocation{"describe --model gpt-17", "error: --model: 'gpt-17': not a catalogue model"},
+        BadInvocation{"describe --cluster /nonexistent.yaml", "error: --cluster"},
+        BadInvocation{"describe --micro-batch 0",
+                      "--micro-batch: expected a positive integer, got '0'"},
+        BadInvocation{"describe --tp -3", "--tp: expected a positive integer, got '-3'"},
+        BadInvocation{"describe --recompute sometimes", "--recompute"},
+        BadInvocation{"describe --format xml", "--format"},
+        BadInvocation{"describe --seq 4096",
+                      "error: --seq: 4096: expected at most the model's 2048"},
+        BadInvocation{"describe --profiles /nonexistent.json", "/nonexistent.json: cannot open"},
+        BadInvocation{"--log-level loud models", "--log-level"}));
+
+TEST(Cli, BadFilesExitTwoNamingTheFile) {
+  const std::string cluster = write_temp_file("cli-bad-cluster.yaml",
+                                              "nodes:\n  - {name: a, gpu: T4, count: -1}\n"
+                                              "links: {}\n");
+  const Result r = run("describe --cluster " + cluster);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(cluster + ": line 2, field 'nodes[0].count'"), std::string::npos) << r.err;
+
+  const std::string model = write_temp_file("cli-bad-model.yaml", "hidden: 64\nlayers: [\n");
+  const Result m = run("describe --model " + model);
+  EXPECT_EQ(m.exit_code, 2);
+  EXPECT_NE(m.err.find(model + ": line"), std::string::npos) << m.err;
+
+  const std::string empty = write_temp_file("cli-empty-cluster.yaml", "nodes: []\nlinks: {}\n");
+  const Result e = run("describe --cluster " + empty);
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(e.err.find("at least 1 item"), std::string::npos) << e.err;
+}
+
+}  // namespace
+}  // namespace hyperpipe::cli

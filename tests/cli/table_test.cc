@@ -1,0 +1,31 @@
+#include "hyperpipe/cli/table.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace hyperpipe::cli {
+namespace {
+
+TEST(Table, AlignsColumnsAndNumbersRight) {
+  Table table({"Name", ">Count"});
+  table.add_row({"a", "1"});
+  table.add_row({"longer", "1234"});
+  std::ostringstream out;
+  table.print(out, "  ");
+  EXPECT_EQ(out.str(),
+            "  Name    Count\n"
+            "  a           1\n"
+            "  longer   1234\n");
+}
+
+TEST(Table, ShortRowsArePadded) {
+  Table table({"A", "B"});
+  table.add_row({"x"});
+  std::ostringstream out;
+  table.print(out);
+  EXPECT_EQ(out.str(), "A  B\nx\n");
+}
+
+}  // namespace
+}  // namespace hyperpipe::cli

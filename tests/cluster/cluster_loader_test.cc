@@ -1,0 +1,164 @@
+#include "hyperpipe/cluster/cluster_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "hyperpipe/common/error.h"
+#include "hyperpipe/common/quantity.h"
+#include "test_files.h"
+
+namespace hyperpipe::cluster {
+namespace {
+
+using hyperpipe::testing::error_message;
+using hyperpipe::testing::write_temp_file;
+
+const std::string kClusters = std::string(HYPERPIPE_EXAMPLES) + "/clusters/";
+
+// Device ids of the a100-v100-t4 example: A100s 0-3, V100s 4-11, T4s 12-15.
+TEST(ExampleClusters, MixedClusterDevicesAndLinks) {
+  const Cluster cluster = load_cluster(kClusters + "a100-v100-t4.yaml");
+  ASSERT_EQ(cluster.devices().size(), 16u);
+  EXPECT_EQ(cluster.device_type(0).name, "A100-40GB");
+  EXPECT_EQ(cluster.device_type(4).name, "V100-16GB");
+  EXPECT_EQ(cluster.device_type(15).name, "T4");
+  EXPECT_EQ(cluster.count_devices_of_type("V100-16GB"), 8);
+  EXPECT_EQ(cluster.used_gpu_types(), (std::vector<std::string>{"A100-40GB", "V100-16GB", "T4"}));
+
+  EXPECT_EQ(cluster.level_between(0, 3), LinkLevel::intra_node);
+  EXPECT_EQ(cluster.level_between(4, 12), LinkLevel::intra_island);
+  EXPECT_EQ(cluster.level_between(0, 4), LinkLevel::inter_island);
+  EXPECT_DOUBLE_EQ(cluster.link_between(0, 1).bandwidth, 300e9);
+  EXPECT_DOUBLE_EQ(cluster.link_between(4, 5).bandwidth, 150e9);    // NVLink 2 override
+  EXPECT_DOUBLE_EQ(cluster.link_between(12, 13).bandwidth, 12e9);   // PCIe override
+  EXPECT_DOUBLE_EQ(cluster.link_between(5, 13).bandwidth, 12.5e9);  // InfiniBand EDR
+  EXPECT_DOUBLE_EQ(cluster.link_between(13, 5).bandwidth, 12.5e9);
+  EXPECT_DOUBLE_EQ(cluster.link_between(2, 9).bandwidth, 1.25e9);  // 10 Gbit/s Ethernet
+  EXPECT_DOUBLE_EQ(cluster.link_between(2, 9).latency, 50e-6);
+  // A ring through an A100, two V100s and a T4 is held back by the Ethernet hop.
+  const Link ring = cluster.slowest_ring_link({0, 4, 5, 12});
+  EXPECT_DOUBLE_EQ(ring.bandwidth, 1.25e9);
+  EXPECT_DOUBLE_EQ(ring.latency, 50e-6);
+}
+
+TEST(ExampleClusters, IslandOverridesDoNotLeakIntoNodes) {
+  const Cluster cluster = load_cluster(kClusters + "h100-a100-islands.yaml");
+  ASSERT_EQ(cluster.devices().size(), 32u);
+  EXPECT_DOUBLE_EQ(cluster.link_between(0, 1).bandwidth, 450e9);    // inside h100-0
+  EXPECT_DOUBLE_EQ(cluster.link_between(0, 8).bandwidth, 50e9);     // NDR between H100 nodes
+  EXPECT_DOUBLE_EQ(cluster.link_between(16, 24).bandwidth, 25e9);   // HDR between A100 nodes
+  EXPECT_DOUBLE_EQ(cluster.link_between(16, 17).bandwidth, 300e9);  // inside a100-0
+  EXPECT_DOUBLE_EQ(cluster.link_between(0, 16).bandwidth, 25e9 / 8);
+}
+
+TEST(ExampleClusters, BuiltInNamesLoadWithoutFiles) {
+  for (const auto& [name, text] : builtin_clusters()) {
+    const Cluster cluster = load_cluster(name);
+    EXPECT_EQ(cluster.name(), name);
+    EXPECT_GT(cluster.devices().size(), 0u);
+  }
+  EXPECT_EQ(load_cluster("a100x8").devices().size(), 8u);
+  EXPECT_EQ(builtin_clusters().size(), 3u);
+}
+
+TEST(ClusterYaml, GpuTypesCanBeAddedAndChanged) {
+  const std::string path = write_temp_file("custom.yaml", R"(
+gpu_types:
+  - name: T4
+    speed: 0.25
+  - name: MyAccel
+    memory: 48 GiB
+    memory_bandwidth: 900 GB/s
+    peak: {fp32: 40 TFLOP/s, fp16: 160}
+nodes:
+  - {name: a, gpu: t4, count: 2, memory: 15 GiB}
+  - {name: b, gpu: MyAccel, count: 1}
+links:
+  intra_node: {bandwidth: 16 GB/s, latency: 5 us}
+  intra_island: {bandwidth: 1 GB/s, latency: 1 ms}
+)");
+  const Cluster cluster = load_cluster(path);
+  EXPECT_EQ(cluster.name(), std::filesystem::path(path).stem().string());  // no name: file stem
+  EXPECT_DOUBLE_EQ(*cluster.gpu_type("T4").speed, 0.25);
+  EXPECT_DOUBLE_EQ(cluster.gpu_type("T4").peak.fp16, 65e12);  // the rest from the catalogue
+  EXPECT_DOUBLE_EQ(cluster.device_memory(0), 15 * kGiB);
+  const GpuType& mine = cluster.gpu_type("MyAccel");
+  EXPECT_DOUBLE_EQ(mine.peak.bf16, 160e12);  // bf16 defaults to fp16
+  EXPECT_DOUBLE_EQ(mine.peak.tf32, 40e12);   // tf32 defaults to fp32
+  EXPECT_DOUBLE_EQ(cluster.device_memory(2), 48 * kGiB);
+  EXPECT_EQ(cluster.islands().size(), 1u);  // no islands listed: one holds every node
+  EXPECT_DOUBLE_EQ(cluster.link_between(0, 2).latency, 1e-3);
+}
+
+struct BadCluster {
+  const char* text;
+  const char* expected_fragment;
+  friend void PrintTo(const BadCluster& bad, std::ostream* out) { *out << bad.expected_fragment; }
+};
+
+class BadClusterYaml : public ::testing::TestWithParam<BadCluster> {};
+
+TEST_P(BadClusterYaml, SaysWhereAndWhat) {
+  const std::string path = write_temp_file("bad-cluster.yaml", GetParam().text);
+  const std::string message = error_message<InputError>([&] { load_cluster(path); });
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find(GetParam().expected_fragment), std::string::npos) << message;
+}
+
+constexpr const char* kLinks = "links:\n  intra_node: {bandwidth: 100, latency: 1}\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadClusterYaml,
+    ::testing::Values(
+        BadCluster{"nodes: [\n", "not valid YAML"},
+        BadCluster{"", "expected a mapping with 'nodes' and 'links'"},
+        BadCluster{"nodes: []\nlinks: {}\n",
+                   "field 'nodes': expected a list of at least 1 item(s), got a list"},
+        BadCluster{"links: {}\n", "missing required field 'nodes'"},
+        BadCluster{"nodes:\n  - {name: a, gpu: B200, count: 8}\nlinks: {}\n",
+                   "line 2, field 'nodes[0].gpu': expected a GPU type"},
+        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 0}\nlinks: {}\n",
+                   "field 'nodes[0].count': expected a positive integer, got '0'"},
+        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 2, memory: -3 GiB}\nlinks: {}\n",
+                   "field 'nodes[0].memory': expected a positive size"},
+        BadCluster{"nodes:\n  - {name: a, gpu: T4, gpus: 2}\nlinks: {}\n", "unknown field 'gpus'"},
+        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 2}\n  - {name: a, gpu: T4, count: 2}\n"
+                   "links: {}\n",
+                   "field 'nodes[1].name': expected a node name not used before"},
+        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 2}\nlinks: {}\n",
+                   "field 'links': missing required field 'intra_node'"},
+        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 1}\n  - {name: b, gpu: T4, count: 1}\n"
+                   "islands:\n  - {name: x, nodes: [a]}\n  - {name: y, nodes: [b]}\nlinks: {}\n",
+                   "missing required field 'inter_island'"},
+        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 1}\n  - {name: b, gpu: T4, count: 1}\n"
+                   "islands:\n  - {name: x, nodes: [a]}\nlinks: {}\n",
+                   "node 'b' belongs to no island"},
+        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 1}\n"
+                   "islands:\n  - {name: x, nodes: [a]}\n  - {name: y, nodes: [a]}\nlinks: {}\n",
+                   "expected a node that belongs to no other island"},
+        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 1}\n"
+                   "islands:\n  - {name: x, nodes: [c]}\nlinks: {}\n",
+                   "expected the name of a node listed under 'nodes'"},
+        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 2}\n"
+                   "links:\n  intra_node: {bandwidth: 10 GB, latency: 1}\n",
+                   "field 'links.intra_node.bandwidth': expected a positive bandwidth"},
+        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 2}\n"
+                   "links:\n  intra_node: {bandwidth: 10, latency: 1}\n  overrides:\n"
+                   "    - {between: [a, zz], bandwidth: 1, latency: 1}\n",
+                   "expected the name of a node or an island"},
+        BadCluster{"gpu_types:\n  - {name: X1, memory: 8 GiB}\n"
+                   "nodes:\n  - {name: a, gpu: X1, count: 1}\nlinks: {}\n",
+                   "missing required field 'memory_bandwidth'"},
+        BadCluster{"gpu_types:\n  - {name: T4, speed: 0}\n"
+                   "nodes:\n  - {name: a, gpu: T4, count: 1}\nlinks: {}\n",
+                   "field 'gpu_types[0].speed': expected a positive number"}));
+
+TEST(LoadCluster, UnknownNameListsBuiltIns) {
+  const std::string message = error_message<InputError>([] { load_cluster("nowhere"); });
+  EXPECT_NE(message.find("--cluster"), std::string::npos) << message;
+  EXPECT_NE(message.find("a100-v100-t4"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace hyperpipe::cluster

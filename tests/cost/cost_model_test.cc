@@ -1,0 +1,187 @@
+#include "hyperpipe/cost/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/model/catalogue.h"
+
+namespace hyperpipe::cost {
+namespace {
+
+using model::Recompute;
+
+model::Model catalogue_model(const char* name) {
+  return model::Model(*model::find_catalogue_model(name));
+}
+
+// A cluster of one made-up GPU type with round figures, so closed forms are easy.
+cluster::Cluster round_cluster(double flops_scale = 1.0) {
+  const std::string text =
+      "gpu_types:\n  - name: Round\n    memory: 64 GiB\n"
+      "    memory_bandwidth: " +
+      std::to_string(1000 * flops_scale) +
+      " GB/s\n    peak: {fp32: " + std::to_string(50 * flops_scale) +
+      ", fp16: " + std::to_string(100 * flops_scale) + "}\n" +
+      "nodes:\n  - {name: n0, gpu: Round, count: 8}\n"
+      "  - {name: n1, gpu: Round, count: 8}\n"
+      "links:\n  intra_node: {bandwidth: 100 GB/s, latency: 10 us}\n"
+      "  intra_island: {bandwidth: 10 GB/s, latency: 100 us}\n";
+  return cluster::read_cluster_yaml(YamlField::load_string(text, "round"));
+}
+
+TEST(CostModel, ComputeBoundLayerRunsAtAchievableFlopRate) {
+  const auto model = catalogue_model("gpt3-175b");
+  const auto cluster = cluster::load_cluster("a100x8");
+  const CostModel costs(model, cluster);
+  const auto group = first_devices_of_type(cluster, "A100-80GB", 1, 1);
+  const ComputeTime t = costs.range_time(1, 2, group, 4, 2048, Recompute::none);
+  const auto f = model.layers()[1].flops({4, 2048, 1, true});
+  const double rate = 312e12 * kDefaultMatmulEfficiency;
+  // A 12288-wide block is compute bound: the memory-bound kernels add a few percent.
+  EXPECT_GT(t.forward, f.forward / rate);
+  EXPECT_LT(t.forward, 1.10 * f.forward / rate);
+  EXPECT_LT(t.backward_weight, 1.10 * f.backward_weight / rate);
+  EXPECT_EQ(t.source(), "estimate");
+  EXPECT_EQ(t.estimated_layers, 1);
+}
+
+TEST(CostModel, TwiceTheHardwareHalvesTheTime) {
+  const auto model = catalogue_model("gpt3-1.3b");
+  const auto slow = round_cluster(1.0);
+  const auto fast = round_cluster(2.0);
+  const CostModel slow_costs(model, slow);
+  const CostModel fast_costs(model, fast);
+  const auto slow_group = first_devices_of_type(slow, "Round", 1, 1);
+  const auto fast_group = first_devices_of_type(fast, "Round", 1, 1);
+  const int layers = model.num_layers();
+  const ComputeTime a = slow_costs.range_time(0, layers, slow_group, 2, 2048, Recompute::full);
+  const ComputeTime b = fast_costs.range_time(0, layers, fast_group, 2, 2048, Recompute::full);
+  EXPECT_NEAR(a.forward / b.forward, 2.0, 1e-9);
+  EXPECT_NEAR(a.backward() / b.backward(), 2.0, 1e-9);
+}
+
+TEST(CostModel, RangeTimeIsTheSumOfItsLayers) {
+  const auto model = catalogue_model("gpt3-1.3b");
+  const auto cluster = round_cluster();
+  const CostModel costs(model, cluster);
+  const auto group = first_devices_of_type(cluster, "Round", 1, 1);
+  const ComputeTime whole = costs.range_time(0, 10, group, 2, 2048, Recompute::selective);
+  double forward = 0, backward = 0;
+  for (int layer = 0; layer < 10; ++layer) {
+    const ComputeTime one =
+        costs.range_time(layer, layer + 1, group, 2, 2048, Recompute::selective);
+    forward += one.forward;
+    backward += one.backward();
+  }
+  EXPECT_NEAR(whole.forward, forward, 1e-12);
+  EXPECT_NEAR(whole.backward(), backward, 1e-12);
+  EXPECT_GT(whole.recompute, 0);
+}
+
+TEST(CostModel, DataParallelSplitsTheMicroBatch) {
+  const auto model = catalogue_model("gpt3-1.3b");
+  const auto cluster = round_cluster();
+  const CostModel costs(model, cluster);
+  const auto one = first_devices_of_type(cluster, "Round", 1, 1);
+  const auto two = first_devices_of_type(cluster, "Round", 2, 1);
+  EXPECT_DOUBLE_EQ(costs.range_time(1, 5, two, 8, 2048, Recompute::none).forward,
+                   costs.range_time(1, 5, one, 4, 2048, Recompute::none).forward);
+  // An odd micro-batch: the rank with the extra sequence sets the pace.
+  EXPECT_DOUBLE_EQ(costs.range_time(1, 5, two, 7, 2048, Recompute::none).forward,
+                   costs.range_time(1, 5, one, 4, 2048, Recompute::none).forward);
+}
+
+TEST(CostModel, TensorParallelAddsTwoAllReducesEachWay) {
+  const auto model = catalogue_model("gpt3-1.3b");  // fp16, hidden 2048
+  const auto cluster = round_cluster();
+  const CostModel costs(model, cluster);
+  const auto group = first_devices_of_type(cluster, "Round", 1, 4);
+  const ComputeTime t = costs.range_time(1, 2, group, 2, 2048, Recompute::none);
+  // Ring all-reduce of b·s·h·2 bytes over 4 ranks on 100 GB/s × 0.8, 10 us latency.
+  const double bytes = 2.0 * 2048 * 2048 * 2;
+  const double one = 2 * 3 * (10e-6 + bytes / 4 / (100e9 * kDefaultLinkEfficiency));
+  EXPECT_NEAR(t.tp_communication, 4 * one, 1e-12);
+}
+
+TEST(CostModel, AllReduceAndTransferClosedForms) {
+  const auto model = catalogue_model("gpt2");
+  const auto cluster = round_cluster();
+  const CostModel costs(model, cluster);
+  const cluster::Link link{10e9, 100e-6};
+  const double eff = kDefaultLinkEfficiency;
+  EXPECT_DOUBLE_EQ(costs.allreduce_time(1e9, 1, link), 0.0);
+  EXPECT_NEAR(costs.allreduce_time(1e9, 4, link), 6 * (100e-6 + 0.25e9 / (10e9 * eff)), 1e-12);
+  EXPECT_NEAR(costs.transfer(5e8, link).seconds, 100e-6 + 5e8 / (10e9 * eff), 1e-12);
+  // Sixteen ranks over both nodes: the ring crosses the 10 GB/s link.
+  const auto group = first_devices_of_type(cluster, "Round", 16, 1);
+  EXPECT_DOUBLE_EQ(group.dp_link.bandwidth, 10e9);
+  const double grad_bytes = static_cast<double>(model.layers()[3].params()) * 2;
+  EXPECT_NEAR(costs.gradient_allreduce_time(3, 4, group),
+              30 * (100e-6 + grad_bytes / 16 / (10e9 * eff)), 1e-12);
+}
+
+TEST(CostModel, CutTransferShipsEachSendersShare) {
+  const auto model = catalogue_model("gpt3-1.3b");
+  const auto cluster = round_cluster();
+  const CostModel costs(model, cluster);
+  const auto from = first_devices_of_type(cluster, "Round", 2, 1);
+  const auto to = first_devices_of_type(cluster, "Round", 1, 1);
+  const cluster::Link link = cluster.level_link(cluster::LinkLevel::intra_island);
+  const Transfer t = costs.cut_transfer(5, 8, 2048, from, to, link);
+  EXPECT_DOUBLE_EQ(t.bytes, 4.0 * 2048 * 2048 * 2);  // each of 2 senders holds 4 sequences
+  EXPECT_NEAR(t.seconds, 100e-6 + t.bytes / (10e9 * kDefaultLinkEfficiency), 1e-12);
+}
+
+TEST(CostModel, MixedPrecisionAdamNeedsSixteenBytesPerParameter) {
+  // Rajbhandari et al. (ZeRO, 2020): 2 + 2 + 12 bytes per parameter.
+  const auto model = catalogue_model("gpt3-1.3b");
+  const auto cluster = round_cluster();
+  const CostModel costs(model, cluster);
+  const auto group = first_devices_of_type(cluster, "Round", 1, 1);
+  const StageMemory m = costs.stage_memory(1, 9, group, 1, 2048, 3, Recompute::full);
+  const double params = costs.range_params(1, 9, 1);
+  EXPECT_DOUBLE_EQ(m.weights + m.gradients + m.optimizer, 16 * params);
+  const double per_micro_batch =
+      8.0 * model.layers()[1].activation_bytes({1, 2048, 1, true}, Recompute::full);
+  EXPECT_DOUBLE_EQ(m.activations, 3 * per_micro_batch);
+  EXPECT_DOUBLE_EQ(m.reserved, kDefaultReservedMemory);
+  // Tensor parallelism splits the static memory.
+  const auto tp2 = first_devices_of_type(cluster, "Round", 1, 2);
+  const StageMemory split = costs.stage_memory(1, 9, tp2, 1, 2048, 3, Recompute::full);
+  EXPECT_DOUBLE_EQ(split.weights * 2, m.weights);
+}
+
+TEST(CostModel, OptimizerStepIsMemoryBound) {
+  const auto model = catalogue_model("gpt3-1.3b");
+  const auto cluster = round_cluster();
+  const CostModel costs(model, cluster);
+  const auto group = first_devices_of_type(cluster, "Round", 1, 1);
+  // fp16 AdamW: reads 2 + 4 + 8 and writes 4 + 8 + 2 bytes per parameter.
+  const double params = costs.range_params(0, 4, 1);
+  EXPECT_NEAR(costs.optimizer_time(0, 4, group), params * 28 / (1000e9 * kDefaultMemoryEfficiency),
+              1e-12);
+}
+
+TEST(CostModel, ProfilesWinOverTheEstimate) {
+  const auto model = catalogue_model("gpt3-1.3b");
+  const auto cluster = round_cluster();
+  ProfileDb profiles;
+  profiles.add(
+      {{"gpt3-1.3b", model::LayerKind::decoder_block, "Round", model::DType::fp16, 1, 2048},
+       2,
+       {0.020, 0.025, 0.015, std::nullopt}});
+  const CostModel costs(model, cluster, {}, &profiles);
+  const auto group = first_devices_of_type(cluster, "Round", 1, 1);
+  const ComputeTime block = costs.range_time(1, 2, group, 2, 2048, Recompute::full);
+  EXPECT_DOUBLE_EQ(block.forward, 0.020);
+  EXPECT_DOUBLE_EQ(block.backward_input, 0.025);
+  EXPECT_DOUBLE_EQ(block.recompute, 0.020);  // full recomputation reruns the forward
+  EXPECT_EQ(block.source(), "profile");
+  const ComputeTime with_embedding = costs.range_time(0, 2, group, 2, 2048, Recompute::full);
+  EXPECT_EQ(with_embedding.source(), "profile+estimate");
+  EXPECT_EQ(with_embedding.profiled_layers, 1);
+  EXPECT_EQ(with_embedding.estimated_layers, 1);
+}
+
+}  // namespace
+}  // namespace hyperpipe::cost

@@ -1,0 +1,122 @@
+#include "hyperpipe/cost/profile_db.h"
+
+#include <gtest/gtest.h>
+
+#include "hyperpipe/common/error.h"
+#include "test_files.h"
+
+namespace hyperpipe::cost {
+namespace {
+
+using hyperpipe::testing::error_message;
+using hyperpipe::testing::write_temp_file;
+
+ProfileKey block_key(const std::string& device = "A100-40GB", int64_t tp = 1) {
+  return {"gpt3-2.7b", model::LayerKind::decoder_block, device, model::DType::fp16, tp, 2048};
+}
+
+ProfileDb two_points() {
+  ProfileDb db;
+  db.add({block_key(), 2, {0.010, 0.012, 0.008, 1000.0}});
+  db.add({block_key(), 8, {0.034, 0.042, 0.026, 4000.0}});
+  return db;
+}
+
+TEST(ProfileDb, ExactPointWins) {
+  const auto found = two_points().find(block_key(), 2);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->match, ProfileMatch::exact);
+  EXPECT_DOUBLE_EQ(found->times.forward, 0.010);
+}
+
+TEST(ProfileDb, InterpolatesLinearlyBetweenMeasuredSizes) {
+  const auto found = two_points().find(block_key(), 4);  // a third of the way from 2 to 8
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->match, ProfileMatch::interpolated);
+  EXPECT_DOUBLE_EQ(found->times.forward, 0.010 + (0.034 - 0.010) / 3);
+  EXPECT_DOUBLE_EQ(found->times.backward_input, 0.012 + (0.042 - 0.012) / 3);
+  EXPECT_DOUBLE_EQ(found->times.backward_weight, 0.008 + (0.026 - 0.008) / 3);
+  EXPECT_DOUBLE_EQ(*found->times.activation_bytes, 2000.0);
+}
+
+TEST(ProfileDb, ExtrapolatesInProportionOutsideTheRange) {
+  const auto above = two_points().find(block_key(), 16);
+  ASSERT_TRUE(above);
+  EXPECT_EQ(above->match, ProfileMatch::extrapolated);
+  EXPECT_DOUBLE_EQ(above->times.forward, 0.034 * 2);
+  const auto below = two_points().find(block_key(), 1);
+  EXPECT_DOUBLE_EQ(below->times.backward_input, 0.012 / 2);
+}
+
+TEST(ProfileDb, KeyMustMatch) {
+  const ProfileDb db = two_points();
+  EXPECT_FALSE(db.find(block_key("A100-40GB", 2), 2));  // other tp
+  EXPECT_FALSE(db.find(block_key("V100-16GB"), 2));     // other device
+  EXPECT_TRUE(db.find(block_key("a100 40gb"), 2));      // same device, other spelling
+  ProfileKey head = block_key();
+  head.layer = model::LayerKind::head;
+  EXPECT_FALSE(db.find(head, 2));
+}
+
+TEST(ProfileDb, ReadsTheDocumentedFormat) {
+  const std::string path = write_temp_file("profiles.json", R"({
+  "format": "hyperpipe.profiles/1",
+  "host": "test",
+  "entries": [
+    {"model": "gpt3-2.7b", "layer": "decoder_block", "device": "A100-40GB", "dtype": "fp16",
+     "tp": 1, "seq_len": 2048, "micro_batch": 1,
+     "forward_ms": 3.0, "backward_input_ms": 3.5, "backward_weight_ms": 2.5},
+    {"model": "gpt3-2.7b", "layer": "head", "device": "A100-40GB", "dtype": "fp16",
+     "tp": 1, "seq_len": 2048, "micro_batch": 1,
+     "forward_ms": 4.0, "backward_input_ms": 4.0, "backward_weight_ms": 4.0,
+     "activation_bytes": 123456}
+  ]
+})");
+  const ProfileDb db = ProfileDb::load(path);
+  EXPECT_EQ(db.size(), 2u);
+  const auto found = db.find(block_key(), 1);
+  ASSERT_TRUE(found);
+  EXPECT_DOUBLE_EQ(found->times.backward_input, 3.5e-3);
+  EXPECT_FALSE(found->times.activation_bytes.has_value());
+}
+
+struct BadProfile {
+  const char* text;
+  const char* expected_fragment;
+  friend void PrintTo(const BadProfile& bad, std::ostream* out) { *out << bad.expected_fragment; }
+};
+
+class BadProfileFile : public ::testing::TestWithParam<BadProfile> {};
+
+TEST_P(BadProfileFile, SaysWhereAndWhat) {
+  const std::string path = write_temp_file("bad-profiles.json", GetParam().text);
+  const std::string message = error_message<InputError>([&] { ProfileDb::load(path); });
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find(GetParam().expected_fragment), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadProfileFile,
+    ::testing::Values(
+        BadProfile{R"({"format": "hyperpipe.profiles/1", "entries": [)", "not valid YAML/JSON"},
+        BadProfile{R"({"format": "other/2", "entries": []})",
+                   "field 'format': expected \"hyperpipe.profiles/1\""},
+        BadProfile{R"({"format": "hyperpipe.profiles/1"})", "missing required field 'entries'"},
+        BadProfile{R"({"format": "hyperpipe.profiles/1", "entries": [{"model": "m",
+            "layer": "mlp", "device": "T4", "dtype": "fp16", "tp": 1, "seq_len": 8,
+            "micro_batch": 1, "forward_ms": 1, "backward_input_ms": 1,
+            "backward_weight_ms": 1}]})",
+                   "field 'entries[0].layer': expected one of: embedding, decoder_block, head"},
+        BadProfile{R"({"format": "hyperpipe.profiles/1", "entries": [{"model": "m",
+            "layer": "head", "device": "T4", "dtype": "fp16", "tp": 1, "seq_len": 8,
+            "micro_batch": 1, "forward_ms": -1, "backward_input_ms": 1,
+            "backward_weight_ms": 1}]})",
+                   "field 'entries[0].forward_ms': expected a time in milliseconds"},
+        BadProfile{R"({"format": "hyperpipe.profiles/1", "entries": [{"model": "m",
+            "layer": "head", "device": "T4", "dtype": "fp16", "tp": 1, "seq_len": 8,
+            "micro_batch": 0, "forward_ms": 1, "backward_input_ms": 1,
+            "backward_weight_ms": 1}]})",
+                   "field 'entries[0].micro_batch': expected a positive integer"}));
+
+}  // namespace
+}  // namespace hyperpipe::cost

@@ -1,0 +1,133 @@
+#include "hyperpipe/model/model_loader.h"
+
+#include <gtest/gtest.h>
+
+#include "hyperpipe/common/error.h"
+#include "test_files.h"
+
+namespace hyperpipe::model {
+namespace {
+
+using hyperpipe::testing::error_message;
+using hyperpipe::testing::write_temp_file;
+
+const std::string kData = HYPERPIPE_TEST_DATA;
+
+TEST(HuggingFaceConfig, Gpt2) {
+  const Model model = load_model(kData + "/gpt2-config.json");
+  EXPECT_EQ(model.total_params(), 124'439'808);
+  EXPECT_EQ(model.config().ffn_hidden, 4 * 768);  // n_inner: null
+  EXPECT_EQ(model.config().name, "gpt2");
+}
+
+TEST(HuggingFaceConfig, OptWithNarrowEmbeddingsAndPostNorm) {
+  const Model model = load_model(kData + "/opt-350m-config.json");
+  EXPECT_EQ(model.total_params(), 331'196'416);
+  EXPECT_FALSE(model.config().final_norm);
+  EXPECT_EQ(model.config().embed_dim, 512);
+}
+
+TEST(HuggingFaceConfig, Llama) {
+  const Model llama2 = load_model(kData + "/llama-2-7b-config.json");
+  EXPECT_EQ(llama2.total_params(), 6'738'415'616);
+  EXPECT_EQ(llama2.config().dtype, DType::fp16);  // torch_dtype wins over the default
+  const Model llama3 = load_model(kData + "/llama-3-8b-config.json");
+  EXPECT_EQ(llama3.total_params(), 8'030'261'248);
+  EXPECT_EQ(llama3.config().kv_heads, 8);
+  EXPECT_EQ(llama3.config().dtype, DType::bf16);
+}
+
+TEST(HuggingFaceConfig, UnsupportedTypeNamesTheField) {
+  const std::string path = write_temp_file("bert.json", R"({"model_type": "bert"})");
+  const std::string message = error_message<InputError>([&] { load_model(path); });
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find("model_type"), std::string::npos) << message;
+  EXPECT_NE(message.find("gpt2, opt, llama"), std::string::npos) << message;
+}
+
+TEST(HuggingFaceConfig, MissingFieldIsNamed) {
+  const std::string path =
+      write_temp_file("partial.json", R"({"model_type": "llama", "hidden_size": 64})");
+  const std::string message = error_message<InputError>([&] { load_model(path); });
+  EXPECT_NE(message.find("num_hidden_layers"), std::string::npos) << message;
+}
+
+TEST(ModelYaml, FullDescription) {
+  const std::string path = write_temp_file("tiny.yaml", R"(
+name: tiny-llama
+flavour: llama
+hidden: 256
+layers: 4
+heads: 8
+kv_heads: 2
+vocab: 1000
+seq_len: 128
+dtype: fp32
+)");
+  const Model model = load_model(path);
+  const auto& c = model.config();
+  EXPECT_EQ(c.name, "tiny-llama");
+  EXPECT_EQ(c.flavour, Flavour::llama);
+  EXPECT_EQ(c.kv_heads, 2);
+  EXPECT_FALSE(c.tied_embeddings);
+  EXPECT_FALSE(c.dropout);
+  EXPECT_EQ(c.ffn_hidden, 768);  // 2/3 · 4 · 256 = 682.7, rounded up to a multiple of 256
+  EXPECT_EQ(c.dtype, DType::fp32);
+  EXPECT_EQ(model.num_layers(), 6);
+}
+
+TEST(ModelYaml, BaseModelWithChanges) {
+  const std::string path = write_temp_file("longer.yaml", "base: gpt3-2.7b\nseq_len: 4096\n");
+  const Model model = load_model(path);
+  EXPECT_EQ(model.config().hidden, 2560);
+  EXPECT_EQ(model.config().seq_len, 4096);
+  EXPECT_EQ(model.config().name, "gpt3-2.7b");
+}
+
+struct BadModel {
+  const char* text;
+  const char* expected_fragment;
+  friend void PrintTo(const BadModel& bad, std::ostream* out) { *out << bad.expected_fragment; }
+};
+
+class BadModelYaml : public ::testing::TestWithParam<BadModel> {};
+
+TEST_P(BadModelYaml, SaysWhereAndWhat) {
+  const std::string path = write_temp_file("bad-model.yaml", GetParam().text);
+  const std::string message = error_message<InputError>([&] { load_model(path); });
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find(GetParam().expected_fragment), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadModelYaml,
+    ::testing::Values(BadModel{"hidden: [1, 2\nlayers: 3\n", "not valid YAML"},
+                      BadModel{"hidden: 64\nlayers: 2\nheads: 4\nvocab: 10\n",
+                               "missing required field 'seq_len'"},
+                      BadModel{"hidden: -64\nlayers: 2\nheads: 4\nvocab: 10\nseq_len: 8\n",
+                               "line 1, field 'hidden': expected a positive integer, got '-64'"},
+                      BadModel{"hidden: 64\nlayers: 0\nheads: 4\nvocab: 10\nseq_len: 8\n",
+                               "field 'layers': expected a positive integer"},
+                      BadModel{"hidden: 64\nlayers: 2\nheads: 5\nvocab: 10\nseq_len: 8\n",
+                               "expected a divisor of hidden = 64"},
+                      BadModel{"hidden: 64\nlayers: 2\nheads: 4\nvocab: 10\nseq_len: 8\nlayer: 3\n",
+                               "unknown field 'layer'"},
+                      BadModel{"base: gpt9\n", "field 'base': expected a catalogue model name"},
+                      BadModel{"base: gpt2\ndtype: fp8\n", "field 'dtype': expected a dtype"},
+                      BadModel{"base: gpt2\nflavour: bert\n", "expected one of: gpt, llama"},
+                      BadModel{"", "expected a mapping of model fields"},
+                      BadModel{"- 1\n- 2\n", "expected a mapping of model fields, got a list"}));
+
+TEST(LoadModel, UnknownNameSaysWhatIsAccepted) {
+  const std::string message = error_message<InputError>([] { load_model("gpt-17"); });
+  EXPECT_NE(message.find("--model"), std::string::npos) << message;
+  EXPECT_NE(message.find("hyperpipe models"), std::string::npos) << message;
+}
+
+TEST(LoadModel, MissingFileIsReported) {
+  const std::string message = error_message<InputError>([] { load_model("/nonexistent/m.yaml"); });
+  EXPECT_NE(message.find("/nonexistent/m.yaml"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace hyperpipe::model

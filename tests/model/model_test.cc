@@ -1,0 +1,57 @@
+#include "hyperpipe/model/model.h"
+
+#include <gtest/gtest.h>
+
+#include "hyperpipe/model/catalogue.h"
+
+namespace hyperpipe::model {
+namespace {
+
+// Narayanan et al., SC'21, §5.1: FLOPs per iteration of a GPT model with batch B,
+// sequence s, l layers, hidden h, vocabulary V.
+double narayanan_full_recompute(double B, double s, double l, double h, double V) {
+  return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+}
+double narayanan_no_recompute(double B, double s, double l, double h, double V) {
+  return 72 * B * s * l * h * h * (1 + s / (6 * h)) + 6 * B * s * h * V;
+}
+
+class IterationFlops : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(IterationFlops, MatchNarayananFormulas) {
+  const Model model(*find_catalogue_model(GetParam()));
+  const auto& c = model.config();
+  const double B = 512, s = static_cast<double>(c.seq_len), l = static_cast<double>(c.layers),
+               h = static_cast<double>(c.hidden), V = static_cast<double>(c.vocab);
+  EXPECT_NEAR(model.iteration_flops(512, c.seq_len, Recompute::full) /
+                  narayanan_full_recompute(B, s, l, h, V),
+              1.0, 1e-12);
+  EXPECT_NEAR(model.iteration_flops(512, c.seq_len, Recompute::none) /
+                  narayanan_no_recompute(B, s, l, h, V),
+              1.0, 1e-12);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpt, IterationFlops,
+                         ::testing::Values("gpt3-1.3b", "gpt3-13b", "gpt3-175b", "gpt2-1.5b"));
+
+TEST(Model, ChainIsEmbeddingBlocksHead) {
+  const Model model(*find_catalogue_model("llama2-7b"));
+  ASSERT_EQ(model.num_layers(), 34);
+  EXPECT_EQ(model.layers().front().kind(), LayerKind::embedding);
+  EXPECT_EQ(model.layers()[1].kind(), LayerKind::decoder_block);
+  EXPECT_EQ(model.layers()[32].kind(), LayerKind::decoder_block);
+  EXPECT_EQ(model.layers().back().kind(), LayerKind::head);
+  EXPECT_EQ(model.layers()[5].name(), "block 4");
+}
+
+TEST(Model, SelectiveRecomputationCostsLessThanFull) {
+  const Model model(*find_catalogue_model("gpt3-2.7b"));
+  const double none = model.iteration_flops(8, 2048, Recompute::none);
+  const double selective = model.iteration_flops(8, 2048, Recompute::selective);
+  const double full = model.iteration_flops(8, 2048, Recompute::full);
+  EXPECT_LT(none, selective);
+  EXPECT_LT(selective, full);
+}
+
+}  // namespace
+}  // namespace hyperpipe::model

@@ -1,0 +1,37 @@
+// Helpers for tests that need a file on disk.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+namespace hyperpipe::testing {
+
+// A path in the temporary directory unique to this process, so tests that CTest runs in
+// parallel never share a file.
+inline std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/hyperpipe-" + std::to_string(::getpid()) + "-" + name;
+}
+
+// Writes `text` to a fresh temporary file named after `name`; returns its path.
+inline std::string write_temp_file(const std::string& name, const std::string& text) {
+  const std::string path = temp_path(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Runs `action`, expects it to throw E, and returns the message (empty if nothing was thrown).
+template <typename E, typename Action>
+std::string error_message(Action&& action) {
+  try {
+    action();
+  } catch (const E& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected an exception";
+  return "";
+}
+
+}  // namespace hyperpipe::testing
