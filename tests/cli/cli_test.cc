@@ -116,6 +116,17 @@ TEST(Cli, DescribeUsesProfilesWhenGiven) {
   EXPECT_EQ(t4["layers"][0]["source"], "estimate");
 }
 
+TEST(Cli, TensorParallelStaysInsideANode) {
+  // The T4 node has 4 GPUs: tp 8 is cut to 4 there, kept at 8 nowhere else but the V100s.
+  const Result r = run("describe --tp 8 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["cost"][0]["tp"], 4);  // 4 × A100
+  EXPECT_EQ(report["cost"][1]["tp"], 8);  // 8 × V100
+  EXPECT_EQ(report["cost"][2]["tp"], 4);  // 4 × T4
+  EXPECT_GT(report["cost"][1]["layers"][1]["tp_communication_s"].get<double>(), 0);
+}
+
 TEST(Cli, HelpExitsZeroWithExamples) {
   const Result r = run("describe --help");
   EXPECT_EQ(r.exit_code, 0);
@@ -153,7 +164,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInvocation{"describe --seq 4096",
                       "error: --seq: 4096: expected at most the model's 2048"},
         BadInvocation{"describe --profiles /nonexistent.json", "/nonexistent.json: cannot open"},
-        BadInvocation{"--log-level loud models", "--log-level"}));
+        BadInvocation{"--log-level loud models", "--log-level"},
+        BadInvocation{"describe --tp 3", "error: --tp: 3: expected a divisor of the model's 32"}));
 
 TEST(Cli, BadFilesExitTwoNamingTheFile) {
   const std::string cluster = write_temp_file("cli-bad-cluster.yaml",

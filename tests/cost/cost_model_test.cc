@@ -177,6 +177,8 @@ TEST(CostModel, ProfilesWinOverTheEstimate) {
   EXPECT_DOUBLE_EQ(block.backward_input, 0.025);
   EXPECT_DOUBLE_EQ(block.recompute, 0.020);  // full recomputation reruns the forward
   EXPECT_EQ(block.source(), "profile");
+  EXPECT_EQ(costs.range_time(1, 2, group, 3, 2048, Recompute::none).source(),
+            "profile (interpolated)");
   const ComputeTime with_embedding = costs.range_time(0, 2, group, 2, 2048, Recompute::full);
   EXPECT_EQ(with_embedding.source(), "profile+estimate");
   EXPECT_EQ(with_embedding.profiled_layers, 1);

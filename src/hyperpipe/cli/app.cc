@@ -42,6 +42,11 @@ void run_describe(const DescribeArgs& args, std::ostream& out) {
                      "expected at most the model's " + std::to_string(model.config().seq_len) +
                          " learned positions");
   }
+  if (model.config().heads % args.tp != 0) {
+    throw InputError("--tp", std::to_string(args.tp),
+                     "expected a divisor of the model's " + std::to_string(model.config().heads) +
+                         " attention heads");
+  }
   const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
   const auto recompute = args.recompute == "full"        ? model::Recompute::full
                          : args.recompute == "selective" ? model::Recompute::selective

@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "hyperpipe/cli/table.h"
+#include "hyperpipe/cluster/gpu_catalogue.h"
 #include "hyperpipe/common/quantity.h"
 
 namespace hyperpipe::cli {
@@ -112,7 +113,14 @@ json gpu_cost_json(const cost::CostModel& costs, const std::string& type_name,
   const auto& cluster = costs.cluster();
   const auto& type = cluster.gpu_type(type_name);
   const int available = cluster.count_devices_of_type(type_name);
-  const int tp = std::min(settings.tp, available);
+  // Tensor parallelism stays inside a node: the largest node of this type bounds it.
+  int largest_node = 1;
+  for (const auto& node : cluster.nodes()) {
+    if (cluster::same_gpu_name(node.gpu_type, type_name)) {
+      largest_node = std::max(largest_node, node.gpu_count);
+    }
+  }
+  const int tp = std::min(settings.tp, largest_node);
   const cost::DeviceGroup group = cost::first_devices_of_type(cluster, type_name, 1, tp);
   const int layer_count = costs.model().num_layers();
   json layers = json::array();

@@ -34,7 +34,7 @@ int64_t ceil_div(int64_t a, int64_t b) {
 
 std::string ComputeTime::source() const {
   if (profiled_layers == 0) return "estimate";
-  if (estimated_layers == 0) return "profile";
+  if (estimated_layers == 0) return interpolated_layers > 0 ? "profile (interpolated)" : "profile";
   return "profile+estimate";
 }
 
@@ -46,6 +46,7 @@ ComputeTime& ComputeTime::operator+=(const ComputeTime& other) {
   tp_communication += other.tp_communication;
   estimated_layers += other.estimated_layers;
   profiled_layers += other.profiled_layers;
+  interpolated_layers += other.interpolated_layers;
   return *this;
 }
 
@@ -73,7 +74,13 @@ std::optional<ProfileLookup> CostModel::find_profile(int layer, const cluster::G
   const ProfileKey key{config.name, model_.layers().at(layer).kind(),
                        type.name,   config.dtype,
                        work.tp,     work.seq_len};
-  return profiles_->find(key, work.micro_batch);
+  auto found = profiles_->find(key, work.micro_batch);
+  if (!found) {
+    log().debug("no profile for {} {} on {} (tp {}, seq {}, micro-batch {}): roofline estimate",
+                config.name, model::to_string(key.layer), type.name, work.tp, work.seq_len,
+                work.micro_batch);
+  }
+  return found;
 }
 
 ComputeTime CostModel::layer_time(int layer, const cluster::GpuType& type,
@@ -90,6 +97,7 @@ ComputeTime CostModel::layer_time(int layer, const cluster::GpuType& type,
     time.backward_weight = profiled->times.backward_weight;
     time.recompute = rerun * time.forward;
     time.profiled_layers = 1;
+    time.interpolated_layers = profiled->match == ProfileMatch::exact ? 0 : 1;
     return time;  // measured with its tensor-parallel communication included
   }
   // Roofline per kernel class: products run at the achievable FLOP rate, the

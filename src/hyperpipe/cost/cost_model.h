@@ -23,10 +23,11 @@ struct ComputeTime {
   double tp_communication = 0;  // tensor-parallel all-reduces, included in the times above
   int estimated_layers = 0;     // layers costed by the roofline estimate
   int profiled_layers = 0;      // layers costed from measured profiles
+  int interpolated_layers = 0;  // of those, layers at an unmeasured micro-batch size
 
   double backward() const { return backward_input + backward_weight + recompute; }
   double total() const { return forward + backward(); }
-  // "estimate", "profile" or "profile+estimate".
+  // "estimate", "profile", "profile (interpolated)" or "profile+estimate".
   std::string source() const;
   ComputeTime& operator+=(const ComputeTime& other);
 };
