@@ -34,4 +34,11 @@ std::string error_message(Action&& action) {
   return "";
 }
 
+// One bad input file and a fragment its error message must contain.
+struct BadInputCase {
+  const char* text;
+  const char* expected_fragment;
+  friend void PrintTo(const BadInputCase& bad, std::ostream* out) { *out << bad.expected_fragment; }
+};
+
 }  // namespace hyperpipe::testing

@@ -11,6 +11,7 @@
 namespace hyperpipe::cluster {
 namespace {
 
+using hyperpipe::testing::BadInputCase;
 using hyperpipe::testing::error_message;
 using hyperpipe::testing::write_temp_file;
 
@@ -91,13 +92,7 @@ links:
   EXPECT_DOUBLE_EQ(cluster.link_between(0, 2).latency, 1e-3);
 }
 
-struct BadCluster {
-  const char* text;
-  const char* expected_fragment;
-  friend void PrintTo(const BadCluster& bad, std::ostream* out) { *out << bad.expected_fragment; }
-};
-
-class BadClusterYaml : public ::testing::TestWithParam<BadCluster> {};
+class BadClusterYaml : public ::testing::TestWithParam<hyperpipe::testing::BadInputCase> {};
 
 TEST_P(BadClusterYaml, SaysWhereAndWhat) {
   const std::string path = write_temp_file("bad-cluster.yaml", GetParam().text);
@@ -111,48 +106,49 @@ constexpr const char* kLinks = "links:\n  intra_node: {bandwidth: 100, latency: 
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadClusterYaml,
     ::testing::Values(
-        BadCluster{"nodes: [\n", "not valid YAML"},
-        BadCluster{"", "expected a mapping with 'nodes' and 'links'"},
-        BadCluster{"nodes: []\nlinks: {}\n",
-                   "field 'nodes': expected a list of at least 1 item(s), got a list"},
-        BadCluster{"links: {}\n", "missing required field 'nodes'"},
-        BadCluster{"nodes:\n  - {name: a, gpu: B200, count: 8}\nlinks: {}\n",
-                   "line 2, field 'nodes[0].gpu': expected a GPU type"},
-        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 0}\nlinks: {}\n",
-                   "field 'nodes[0].count': expected a positive integer, got '0'"},
-        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 2, memory: -3 GiB}\nlinks: {}\n",
-                   "field 'nodes[0].memory': expected a positive size"},
-        BadCluster{"nodes:\n  - {name: a, gpu: T4, gpus: 2}\nlinks: {}\n", "unknown field 'gpus'"},
-        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 2}\n  - {name: a, gpu: T4, count: 2}\n"
-                   "links: {}\n",
-                   "field 'nodes[1].name': expected a node name not used before"},
-        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 2}\nlinks: {}\n",
-                   "field 'links': missing required field 'intra_node'"},
-        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 1}\n  - {name: b, gpu: T4, count: 1}\n"
-                   "islands:\n  - {name: x, nodes: [a]}\n  - {name: y, nodes: [b]}\nlinks: {}\n",
-                   "missing required field 'inter_island'"},
-        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 1}\n  - {name: b, gpu: T4, count: 1}\n"
-                   "islands:\n  - {name: x, nodes: [a]}\nlinks: {}\n",
-                   "node 'b' belongs to no island"},
-        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 1}\n"
-                   "islands:\n  - {name: x, nodes: [a]}\n  - {name: y, nodes: [a]}\nlinks: {}\n",
-                   "expected a node that belongs to no other island"},
-        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 1}\n"
-                   "islands:\n  - {name: x, nodes: [c]}\nlinks: {}\n",
-                   "expected the name of a node listed under 'nodes'"},
-        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 2}\n"
-                   "links:\n  intra_node: {bandwidth: 10 GB, latency: 1}\n",
-                   "field 'links.intra_node.bandwidth': expected a positive bandwidth"},
-        BadCluster{"nodes:\n  - {name: a, gpu: T4, count: 2}\n"
-                   "links:\n  intra_node: {bandwidth: 10, latency: 1}\n  overrides:\n"
-                   "    - {between: [a, zz], bandwidth: 1, latency: 1}\n",
-                   "expected the name of a node or an island"},
-        BadCluster{"gpu_types:\n  - {name: X1, memory: 8 GiB}\n"
-                   "nodes:\n  - {name: a, gpu: X1, count: 1}\nlinks: {}\n",
-                   "missing required field 'memory_bandwidth'"},
-        BadCluster{"gpu_types:\n  - {name: T4, speed: 0}\n"
-                   "nodes:\n  - {name: a, gpu: T4, count: 1}\nlinks: {}\n",
-                   "field 'gpu_types[0].speed': expected a positive number"}));
+        BadInputCase{"nodes: [\n", "not valid YAML"},
+        BadInputCase{"", "expected a mapping with 'nodes' and 'links'"},
+        BadInputCase{"nodes: []\nlinks: {}\n",
+                     "field 'nodes': expected a list of at least 1 item(s), got a list"},
+        BadInputCase{"links: {}\n", "missing required field 'nodes'"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: B200, count: 8}\nlinks: {}\n",
+                     "line 2, field 'nodes[0].gpu': expected a GPU type"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 0}\nlinks: {}\n",
+                     "field 'nodes[0].count': expected a positive integer, got '0'"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 2, memory: -3 GiB}\nlinks: {}\n",
+                     "field 'nodes[0].memory': expected a positive size"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, gpus: 2}\nlinks: {}\n",
+                     "unknown field 'gpus'"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 2}\n  - {name: a, gpu: T4, count: 2}\n"
+                     "links: {}\n",
+                     "field 'nodes[1].name': expected a node name not used before"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 2}\nlinks: {}\n",
+                     "field 'links': missing required field 'intra_node'"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 1}\n  - {name: b, gpu: T4, count: 1}\n"
+                     "islands:\n  - {name: x, nodes: [a]}\n  - {name: y, nodes: [b]}\nlinks: {}\n",
+                     "missing required field 'inter_island'"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 1}\n  - {name: b, gpu: T4, count: 1}\n"
+                     "islands:\n  - {name: x, nodes: [a]}\nlinks: {}\n",
+                     "node 'b' belongs to no island"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 1}\n"
+                     "islands:\n  - {name: x, nodes: [a]}\n  - {name: y, nodes: [a]}\nlinks: {}\n",
+                     "expected a node that belongs to no other island"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 1}\n"
+                     "islands:\n  - {name: x, nodes: [c]}\nlinks: {}\n",
+                     "expected the name of a node listed under 'nodes'"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 2}\n"
+                     "links:\n  intra_node: {bandwidth: 10 GB, latency: 1}\n",
+                     "field 'links.intra_node.bandwidth': expected a positive bandwidth"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 2}\n"
+                     "links:\n  intra_node: {bandwidth: 10, latency: 1}\n  overrides:\n"
+                     "    - {between: [a, zz], bandwidth: 1, latency: 1}\n",
+                     "expected the name of a node or an island"},
+        BadInputCase{"gpu_types:\n  - {name: X1, memory: 8 GiB}\n"
+                     "nodes:\n  - {name: a, gpu: X1, count: 1}\nlinks: {}\n",
+                     "missing required field 'memory_bandwidth'"},
+        BadInputCase{"gpu_types:\n  - {name: T4, speed: 0}\n"
+                     "nodes:\n  - {name: a, gpu: T4, count: 1}\nlinks: {}\n",
+                     "field 'gpu_types[0].speed': expected a positive number"}));
 
 TEST(LoadCluster, UnknownNameListsBuiltIns) {
   const std::string message = error_message<InputError>([] { load_cluster("nowhere"); });

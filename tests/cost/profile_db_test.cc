@@ -8,6 +8,7 @@
 namespace hyperpipe::cost {
 namespace {
 
+using hyperpipe::testing::BadInputCase;
 using hyperpipe::testing::error_message;
 using hyperpipe::testing::write_temp_file;
 
@@ -80,13 +81,7 @@ TEST(ProfileDb, ReadsTheDocumentedFormat) {
   EXPECT_FALSE(found->times.activation_bytes.has_value());
 }
 
-struct BadProfile {
-  const char* text;
-  const char* expected_fragment;
-  friend void PrintTo(const BadProfile& bad, std::ostream* out) { *out << bad.expected_fragment; }
-};
-
-class BadProfileFile : public ::testing::TestWithParam<BadProfile> {};
+class BadProfileFile : public ::testing::TestWithParam<hyperpipe::testing::BadInputCase> {};
 
 TEST_P(BadProfileFile, SaysWhereAndWhat) {
   const std::string path = write_temp_file("bad-profiles.json", GetParam().text);
@@ -98,25 +93,25 @@ TEST_P(BadProfileFile, SaysWhereAndWhat) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadProfileFile,
     ::testing::Values(
-        BadProfile{R"({"format": "hyperpipe.profiles/1", "entries": [)", "not valid YAML/JSON"},
-        BadProfile{R"({"format": "other/2", "entries": []})",
-                   "field 'format': expected \"hyperpipe.profiles/1\""},
-        BadProfile{R"({"format": "hyperpipe.profiles/1"})", "missing required field 'entries'"},
-        BadProfile{R"({"format": "hyperpipe.profiles/1", "entries": [{"model": "m",
+        BadInputCase{R"({"format": "hyperpipe.profiles/1", "entries": [)", "not valid YAML/JSON"},
+        BadInputCase{R"({"format": "other/2", "entries": []})",
+                     "field 'format': expected \"hyperpipe.profiles/1\""},
+        BadInputCase{R"({"format": "hyperpipe.profiles/1"})", "missing required field 'entries'"},
+        BadInputCase{R"({"format": "hyperpipe.profiles/1", "entries": [{"model": "m",
             "layer": "mlp", "device": "T4", "dtype": "fp16", "tp": 1, "seq_len": 8,
             "micro_batch": 1, "forward_ms": 1, "backward_input_ms": 1,
             "backward_weight_ms": 1}]})",
-                   "field 'entries[0].layer': expected one of: embedding, decoder_block, head"},
-        BadProfile{R"({"format": "hyperpipe.profiles/1", "entries": [{"model": "m",
+                     "field 'entries[0].layer': expected one of: embedding, decoder_block, head"},
+        BadInputCase{R"({"format": "hyperpipe.profiles/1", "entries": [{"model": "m",
             "layer": "head", "device": "T4", "dtype": "fp16", "tp": 1, "seq_len": 8,
             "micro_batch": 1, "forward_ms": -1, "backward_input_ms": 1,
             "backward_weight_ms": 1}]})",
-                   "field 'entries[0].forward_ms': expected a time in milliseconds"},
-        BadProfile{R"({"format": "hyperpipe.profiles/1", "entries": [{"model": "m",
+                     "field 'entries[0].forward_ms': expected a time in milliseconds"},
+        BadInputCase{R"({"format": "hyperpipe.profiles/1", "entries": [{"model": "m",
             "layer": "head", "device": "T4", "dtype": "fp16", "tp": 1, "seq_len": 8,
             "micro_batch": 0, "forward_ms": 1, "backward_input_ms": 1,
             "backward_weight_ms": 1}]})",
-                   "field 'entries[0].micro_batch': expected a positive integer"}));
+                     "field 'entries[0].micro_batch': expected a positive integer"}));
 
 }  // namespace
 }  // namespace hyperpipe::cost

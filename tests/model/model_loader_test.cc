@@ -8,6 +8,7 @@
 namespace hyperpipe::model {
 namespace {
 
+using hyperpipe::testing::BadInputCase;
 using hyperpipe::testing::error_message;
 using hyperpipe::testing::write_temp_file;
 
@@ -84,13 +85,7 @@ TEST(ModelYaml, BaseModelWithChanges) {
   EXPECT_EQ(model.config().name, "gpt3-2.7b");
 }
 
-struct BadModel {
-  const char* text;
-  const char* expected_fragment;
-  friend void PrintTo(const BadModel& bad, std::ostream* out) { *out << bad.expected_fragment; }
-};
-
-class BadModelYaml : public ::testing::TestWithParam<BadModel> {};
+class BadModelYaml : public ::testing::TestWithParam<hyperpipe::testing::BadInputCase> {};
 
 TEST_P(BadModelYaml, SaysWhereAndWhat) {
   const std::string path = write_temp_file("bad-model.yaml", GetParam().text);
@@ -101,22 +96,23 @@ TEST_P(BadModelYaml, SaysWhereAndWhat) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadModelYaml,
-    ::testing::Values(BadModel{"hidden: [1, 2\nlayers: 3\n", "not valid YAML"},
-                      BadModel{"hidden: 64\nlayers: 2\nheads: 4\nvocab: 10\n",
-                               "missing required field 'seq_len'"},
-                      BadModel{"hidden: -64\nlayers: 2\nheads: 4\nvocab: 10\nseq_len: 8\n",
-                               "line 1, field 'hidden': expected a positive integer, got '-64'"},
-                      BadModel{"hidden: 64\nlayers: 0\nheads: 4\nvocab: 10\nseq_len: 8\n",
-                               "field 'layers': expected a positive integer"},
-                      BadModel{"hidden: 64\nlayers: 2\nheads: 5\nvocab: 10\nseq_len: 8\n",
-                               "expected a divisor of hidden = 64"},
-                      BadModel{"hidden: 64\nlayers: 2\nheads: 4\nvocab: 10\nseq_len: 8\nlayer: 3\n",
-                               "unknown field 'layer'"},
-                      BadModel{"base: gpt9\n", "field 'base': expected a catalogue model name"},
-                      BadModel{"base: gpt2\ndtype: fp8\n", "field 'dtype': expected a dtype"},
-                      BadModel{"base: gpt2\nflavour: bert\n", "expected one of: gpt, llama"},
-                      BadModel{"", "expected a mapping of model fields"},
-                      BadModel{"- 1\n- 2\n", "expected a mapping of model fields, got a list"}));
+    ::testing::Values(
+        BadInputCase{"hidden: [1, 2\nlayers: 3\n", "not valid YAML"},
+        BadInputCase{"hidden: 64\nlayers: 2\nheads: 4\nvocab: 10\n",
+                     "missing required field 'seq_len'"},
+        BadInputCase{"hidden: -64\nlayers: 2\nheads: 4\nvocab: 10\nseq_len: 8\n",
+                     "line 1, field 'hidden': expected a positive integer, got '-64'"},
+        BadInputCase{"hidden: 64\nlayers: 0\nheads: 4\nvocab: 10\nseq_len: 8\n",
+                     "field 'layers': expected a positive integer"},
+        BadInputCase{"hidden: 64\nlayers: 2\nheads: 5\nvocab: 10\nseq_len: 8\n",
+                     "expected a divisor of hidden = 64"},
+        BadInputCase{"hidden: 64\nlayers: 2\nheads: 4\nvocab: 10\nseq_len: 8\nlayer: 3\n",
+                     "unknown field 'layer'"},
+        BadInputCase{"base: gpt9\n", "field 'base': expected a catalogue model name"},
+        BadInputCase{"base: gpt2\ndtype: fp8\n", "field 'dtype': expected a dtype"},
+        BadInputCase{"base: gpt2\nflavour: bert\n", "expected one of: gpt, llama"},
+        BadInputCase{"", "expected a mapping of model fields"},
+        BadInputCase{"- 1\n- 2\n", "expected a mapping of model fields, got a list"}));
 
 TEST(LoadModel, UnknownNameSaysWhatIsAccepted) {
   const std::string message = error_message<InputError>([] { load_model("gpt-17"); });

@@ -144,81 +144,82 @@ bool YamlField::as_bool() const {
   return value;
 }
 
-int64_t YamlField::as_int() const {
-  if (!node_.IsScalar()) fail("an integer");
+std::optional<int64_t> YamlField::scalar_int() const {
+  if (!node_.IsScalar()) return std::nullopt;
   const std::string& text = node_.Scalar();
   size_t used = 0;
   int64_t value = 0;
   try {
     value = std::stoll(text, &used, 10);
   } catch (const std::exception&) {
-    fail("an integer");
+    return std::nullopt;
   }
-  if (used != text.size()) fail("an integer");
+  if (used != text.size()) return std::nullopt;
   return value;
 }
 
-int64_t YamlField::as_positive_int() const {
-  if (!node_.IsScalar()) fail("a positive integer");
-  int64_t value = 0;
-  try {
-    value = as_int();
-  } catch (const InputError&) {
-    fail("a positive integer");
-  }
-  if (value <= 0) fail("a positive integer");
-  return value;
-}
-
-double YamlField::as_number() const {
-  if (!node_.IsScalar()) fail("a number");
+std::optional<double> YamlField::scalar_number() const {
+  if (!node_.IsScalar()) return std::nullopt;
   const std::string& text = node_.Scalar();
   size_t used = 0;
   double value = 0;
   try {
     value = std::stod(text, &used);
   } catch (const std::exception&) {
-    fail("a number");
+    return std::nullopt;
   }
-  if (used != text.size() || !std::isfinite(value)) fail("a finite number");
+  if (used != text.size() || !std::isfinite(value)) return std::nullopt;
   return value;
+}
+
+double YamlField::quantity(std::optional<double> (*parse)(const std::string&),
+                           const char* expected) const {
+  const auto value = node_.IsScalar() ? parse(node_.Scalar()) : std::nullopt;
+  if (!value) fail(expected);
+  return *value;
+}
+
+int64_t YamlField::as_int() const {
+  const auto value = scalar_int();
+  if (!value) fail("an integer");
+  return *value;
+}
+
+int64_t YamlField::as_positive_int() const {
+  const auto value = scalar_int();
+  if (!value || *value <= 0) fail("a positive integer");
+  return *value;
+}
+
+double YamlField::as_number() const {
+  const auto value = scalar_number();
+  if (!value) fail("a finite number");
+  return *value;
 }
 
 double YamlField::as_positive_number() const {
-  if (!node_.IsScalar()) fail("a positive number");
-  double value = 0;
-  try {
-    value = as_number();
-  } catch (const InputError&) {
-    fail("a positive number");
-  }
-  if (value <= 0) fail("a positive number");
-  return value;
+  const auto value = scalar_number();
+  if (!value || *value <= 0) fail("a positive number");
+  return *value;
 }
 
 double YamlField::as_bytes() const {
-  const auto value = node_.IsScalar() ? parse_bytes(node_.Scalar()) : std::nullopt;
-  if (!value) fail("a positive size such as '80 GiB' (a bare number is GiB)");
-  return *value;
+  return quantity(parse_bytes, "a positive size such as '80 GiB' (a bare number is GiB)");
 }
 
 double YamlField::as_bandwidth() const {
-  const auto value = node_.IsScalar() ? parse_bandwidth(node_.Scalar()) : std::nullopt;
-  if (!value)
-    fail("a positive bandwidth such as '25 GB/s' or '100 Gbit/s' (a bare number is GB/s)");
-  return *value;
+  return quantity(parse_bandwidth,
+                  "a positive bandwidth such as '25 GB/s' or '100 Gbit/s' (a bare number is GB/s)");
 }
 
 double YamlField::as_duration() const {
-  const auto value = node_.IsScalar() ? parse_duration(node_.Scalar()) : std::nullopt;
-  if (!value) fail("a non-negative duration such as '5 us' or '1.5 ms' (a bare number is us)");
-  return *value;
+  return quantity(parse_duration,
+                  "a non-negative duration such as '5 us' or '1.5 ms' (a bare number is us)");
 }
 
 double YamlField::as_flop_rate() const {
-  const auto value = node_.IsScalar() ? parse_flop_rate(node_.Scalar()) : std::nullopt;
-  if (!value) fail("a positive rate such as '312 TFLOP/s' (a bare number is TFLOP/s)");
-  return *value;
+  return quantity(parse_flop_rate,
+                  "a positive rate such as '312 TFLOP/s' (a bare number is TFLOP/s)");
 }
 
 size_t YamlField::as_choice(const std::vector<std::string>& choices) const {

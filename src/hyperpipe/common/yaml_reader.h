@@ -66,6 +66,11 @@ class YamlField {
   std::string where() const;
   std::string shown_value() const;
   YamlField child(const std::string& key, const YAML::Node& node) const;
+  // The scalar as a whole integer or a finite number; nullopt if it is not one.
+  std::optional<int64_t> scalar_int() const;
+  std::optional<double> scalar_number() const;
+  // The scalar parsed by one of quantity.h's parsers; fails with `expected` otherwise.
+  double quantity(std::optional<double> (*parse)(const std::string&), const char* expected) const;
 
   YAML::Node node_;
   std::string source_;
