@@ -1,0 +1,53 @@
+#include "hyperpipe/schedule/op.h"
+
+#include <fmt/format.h>
+
+namespace hyperpipe::schedule {
+
+std::string_view letter(OpKind kind) {
+  switch (kind) {
+    case OpKind::forward:
+      return "F";
+    case OpKind::backward_input:
+      return "B";
+    case OpKind::backward_weight:
+      return "W";
+    case OpKind::backward:
+      return "BW";
+    case OpKind::send_forward:
+      return "SF";
+    case OpKind::recv_forward:
+      return "RF";
+    case OpKind::send_backward:
+      return "SB";
+    case OpKind::recv_backward:
+      return "RB";
+  }
+  return "?";
+}
+
+bool is_compute(OpKind kind) {
+  return !is_communication(kind);
+}
+
+bool is_communication(OpKind kind) {
+  return kind == OpKind::send_forward || kind == OpKind::recv_forward ||
+         kind == OpKind::send_backward || kind == OpKind::recv_backward;
+}
+
+bool is_backward(OpKind kind) {
+  return kind == OpKind::backward_input || kind == OpKind::backward;
+}
+
+std::string to_string(const Op& op, bool show_chunk) {
+  std::string text = fmt::format("{}{}", letter(op.kind), op.micro_batch);
+  if (show_chunk) text += fmt::format(".{}", op.chunk);
+  if (op.kind == OpKind::send_forward || op.kind == OpKind::send_backward) {
+    text += fmt::format(">{}", op.peer);
+  } else if (is_communication(op.kind)) {
+    text += fmt::format("<{}", op.peer);
+  }
+  return text;
+}
+
+}  // namespace hyperpipe::schedule

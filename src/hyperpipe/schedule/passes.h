@@ -1,0 +1,27 @@
+// Passes over a schedule: add communication, prove it runs, measure its memory.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hyperpipe/schedule/schedule.h"
+
+namespace hyperpipe::schedule {
+
+// Adds the point-to-point ops: a receive right before each op whose input comes from
+// another rank, a send right after each op whose output goes to another rank. Neighbouring
+// stages on the same rank (one rank, several chunks) exchange nothing.
+Schedule insert_communication(const Schedule& schedule);
+
+// Proves the schedule runs: every rank holds one F and one BW (or one B and one W) per
+// micro-batch and chunk; every send has its receive; executing with zero costs (a send
+// never blocks, an op waits for its inputs) finishes every op. Returns nullopt when valid,
+// otherwise what is wrong (for a deadlock: where each stuck rank waits and for what).
+std::optional<std::string> validate(const Schedule& schedule);
+
+// Per rank, the most micro-batches (counted per chunk) whose forward has run and whose
+// backward (B or BW) has not: what sets the peak activation memory.
+std::vector<int> peak_in_flight(const Schedule& schedule);
+
+}  // namespace hyperpipe::schedule
