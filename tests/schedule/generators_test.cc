@@ -60,8 +60,8 @@ TEST(Hetero1F1B, RejectsDepthsThatWouldDeadlock) {
 
 TEST(ZbH1, SplitsBackwardAndDefersWeightGradients) {
   EXPECT_EQ(lines(zb_h1(3, 4)),
-            (Lines{"F0 F1 F2 B0 F3 B1 B2 W0 B3 W1 W2 W3", "F0 F1 B0 F2 B1 W0 F3 B2 W1 B3 W2 W3",
-                   "F0 B0 W0 F1 B1 W1 F2 B2 W2 F3 B3 W3"}));
+            (Lines{"F0 F1 F2 B0 W0 F3 B1 W1 B2 W2 B3 W3", "F0 F1 B0 F2 B1 W0 F3 B2 W1 B3 W2 W3",
+                   "F0 B0 F1 B1 F2 B2 W0 F3 B3 W1 W2 W3"}));
 }
 
 TEST(Interleaved, MegatronOrderWithTwoChunks) {

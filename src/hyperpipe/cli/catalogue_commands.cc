@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <nlohmann/json.hpp>
 
+#include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/table.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/cluster/gpu_catalogue.h"
@@ -81,6 +83,27 @@ void print_devices(std::ostream& out, OutputFormat format,
   table.print(out);
   out << "\nPeaks are dense (no sparsity). A cluster file can add or change types under "
          "gpu_types.\n";
+}
+
+void add_models_command(CLI::App& app, std::ostream& out) {
+  auto format = std::make_shared<OutputFormat>(OutputFormat::table);
+  CLI::App* models = app.add_subcommand("models", "List the built-in model catalogue");
+  add_format_option(*models, *format);
+  models->footer("Examples:\n  hyperpipe models\n  hyperpipe models --format json");
+  models->callback([format, &out] { print_models(out, *format); });
+}
+
+void add_devices_command(CLI::App& app, std::ostream& out) {
+  auto format = std::make_shared<OutputFormat>(OutputFormat::table);
+  auto cluster = std::make_shared<std::optional<std::string>>();
+  CLI::App* devices = app.add_subcommand("devices", "List GPU types and their datasheet figures");
+  devices->add_option("--cluster,-c", *cluster,
+                      "Also show the types a cluster file adds or changes");
+  add_format_option(*devices, *format);
+  devices->footer(
+      "Examples:\n  hyperpipe devices\n  hyperpipe devices --cluster my-cluster.yaml --format "
+      "json");
+  devices->callback([format, cluster, &out] { print_devices(out, *format, *cluster); });
 }
 
 }  // namespace hyperpipe::cli

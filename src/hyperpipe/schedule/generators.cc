@@ -137,7 +137,7 @@ Schedule zb_h1(int ranks, int micro_batches) {
   Schedule s = empty(ScheduleKind::zb_h1, ranks, micro_batches, 1);
   s.warmup = base.warmup;
   for (int r = 0; r < ranks; ++r) {
-    const int deferred = ranks - r - 1;
+    const int deferred = r;
     int next_weight = 0;
     int backwards = 0;
     for (const Op& op : base.ops[r]) {

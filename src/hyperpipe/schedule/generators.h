@@ -32,8 +32,10 @@ Schedule hetero_1f1b(int micro_batches, const std::vector<int>& warmup);
 Schedule interleaved_1f1b(int ranks, int micro_batches, int chunks);
 
 // ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): 1F1B with the
-// backward split into B and W; rank r defers its first S − r − 1 weight gradients, which
-// then fill the drain bubble. Same micro-batches in flight as 1F1B.
+// backward split into B and W. Rank r runs each W r backwards late, so gradients travel
+// back sooner and the r deferred W fill the drain bubble. A deferred W holds weight-gradient
+// inputs only, so every rank stays within the S micro-batches' worth of 1F1B's first rank;
+// micro-batches in flight (F done, B not) are exactly 1F1B's.
 Schedule zb_h1(int ranks, int micro_batches);
 
 // Dispatches on `kind`; `warmup` is used by hetero_1f1b only, `chunks` by interleaved only.

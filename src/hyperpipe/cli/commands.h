@@ -1,0 +1,16 @@
+// The subcommands of `hyperpipe`, each registered on the app with its options, help
+// and examples; each prints to `out` and throws InputError on bad input.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <ostream>
+
+namespace hyperpipe::cli {
+
+void add_models_command(CLI::App& app, std::ostream& out);
+void add_devices_command(CLI::App& app, std::ostream& out);
+void add_describe_command(CLI::App& app, std::ostream& out);
+void add_schedule_command(CLI::App& app, std::ostream& out);
+void add_simulate_command(CLI::App& app, std::ostream& out);
+
+}  // namespace hyperpipe::cli

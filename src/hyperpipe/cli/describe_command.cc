@@ -1,0 +1,100 @@
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/describe_report.h"
+#include "hyperpipe/cli/output_format.h"
+#include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/common/error.h"
+#include "hyperpipe/cost/cost_model.h"
+#include "hyperpipe/model/model_loader.h"
+
+namespace hyperpipe::cli {
+namespace {
+
+// The built-in defaults the README's first command runs on: a 2.7B-parameter GPT-3 over
+// the mixed A100 + V100 + T4 example cluster.
+constexpr const char* kDefaultModel = "gpt3-2.7b";
+constexpr const char* kDefaultCluster = "a100-v100-t4";
+
+struct DescribeArgs {
+  std::string model = kDefaultModel;
+  std::string cluster = kDefaultCluster;
+  std::optional<std::string> profiles;
+  int64_t micro_batch = 1;
+  int64_t seq_len = 0;
+  int tp = 1;
+  std::string recompute = "none";  // none, selective or full
+  OutputFormat format = OutputFormat::table;
+};
+
+void run_describe(const DescribeArgs& args, std::ostream& out) {
+  const model::Model model = model::load_model(args.model);
+  const cluster::Cluster cluster = cluster::load_cluster(args.cluster);
+  std::optional<cost::ProfileDb> profiles;
+  if (args.profiles) profiles = cost::ProfileDb::load(*args.profiles);
+  if (model.config().flavour == model::Flavour::gpt && args.seq_len > model.config().seq_len) {
+    throw InputError("--seq", std::to_string(args.seq_len),
+                     "expected at most the model's " + std::to_string(model.config().seq_len) +
+                         " learned positions");
+  }
+  if (model.config().heads % args.tp != 0) {
+    throw InputError("--tp", std::to_string(args.tp),
+                     "expected a divisor of the model's " + std::to_string(model.config().heads) +
+                         " attention heads");
+  }
+  const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
+  const auto recompute = args.recompute == "full"        ? model::Recompute::full
+                         : args.recompute == "selective" ? model::Recompute::selective
+                                                         : model::Recompute::none;
+  const DescribeSettings settings{args.micro_batch, args.seq_len, args.tp, recompute};
+  const nlohmann::json report = describe_report(costs, settings);
+  if (args.format == OutputFormat::json) {
+    out << report.dump(2) << '\n';
+  } else {
+    print_describe_tables(report, out);
+  }
+}
+
+void add_describe(CLI::App& app, DescribeArgs& args, std::function<void()> action) {
+  CLI::App* describe = app.add_subcommand(
+      "describe", "Show a model's layers, a cluster's devices and links, and the cost model");
+  describe
+      ->add_option("--model,-m", args.model,
+                   "Catalogue name, model .yaml, or Hugging Face config.json")
+      ->default_str(kDefaultModel);
+  describe->add_option("--cluster,-c", args.cluster, "Cluster .yaml or built-in cluster name")
+      ->default_str(kDefaultCluster);
+  describe->add_option("--profiles", args.profiles,
+                       "Profile database (JSON) to prefer over "
+                       "estimates");
+  describe->add_option("--micro-batch,-b", args.micro_batch, "Sequences per micro-batch")
+      ->check(positive_integer())
+      ->default_str("1");
+  describe->add_option("--seq", args.seq_len, "Sequence length (default: the model's)")
+      ->check(positive_integer());
+  describe->add_option("--tp", args.tp, "Tensor-parallel degree")
+      ->check(positive_integer())
+      ->default_str("1");
+  describe->add_option("--recompute", args.recompute, "Activation recomputation")
+      ->check(CLI::IsMember({"none", "selective", "full"}))
+      ->default_str("none");
+  add_format_option(*describe, args.format);
+  describe->footer(
+      "Examples:\n"
+      "  hyperpipe describe\n"
+      "  hyperpipe describe --model llama2-7b --cluster examples/clusters/h100-a100-islands.yaml\n"
+      "  hyperpipe describe --model path/to/config.json --micro-batch 4 --format json");
+  describe->callback(std::move(action));
+}
+
+}  // namespace
+
+void add_describe_command(CLI::App& app, std::ostream& out) {
+  auto args = std::make_shared<DescribeArgs>();
+  add_describe(app, *args, [args, &out] { run_describe(*args, out); });
+}
+
+}  // namespace hyperpipe::cli

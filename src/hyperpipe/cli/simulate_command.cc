@@ -1,0 +1,84 @@
+// `hyperpipe simulate`: a plan file run on the cost model, event by event.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+
+#include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/output_format.h"
+#include "hyperpipe/cli/simulation_report.h"
+#include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/common/output_file.h"
+#include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/plan/plan_checks.h"
+#include "hyperpipe/trace/chrome_trace.h"
+#include "hyperpipe/trace/svg_gantt.h"
+
+namespace hyperpipe::cli {
+namespace {
+
+struct SimulateArgs {
+  std::string plan;
+  std::optional<std::string> cluster;
+  std::optional<std::string> profiles;
+  std::optional<std::string> trace;
+  std::optional<std::string> svg;
+  bool overlap_allreduce = false;
+  OutputFormat format = OutputFormat::table;
+};
+
+void run_simulate(const SimulateArgs& args, std::ostream& out) {
+  const plan::Plan plan = plan::load_plan(args.plan);
+  const model::Model model = model::load_model(plan::resolve_reference(args.plan, plan.model));
+  const cluster::Cluster cluster = cluster::load_cluster(
+      args.cluster ? *args.cluster : plan::resolve_reference(args.plan, plan.cluster));
+  plan::check_plan(plan, model, cluster, args.plan);
+  std::optional<cost::ProfileDb> profiles;
+  if (args.profiles) profiles = cost::ProfileDb::load(*args.profiles);
+  const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
+  sim::PlanSimulation simulation = sim::simulate_plan(costs, plan, {args.overlap_allreduce});
+
+  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : model.config().seq_len;
+  simulation.output.timeline.title =
+      fmt::format("{} on {}: {}, {} micro-batches (predicted)", model.config().name, cluster.name(),
+                  schedule::to_string(plan.schedule), plan.micro_batches);
+  // Files first: a failure to write them must not follow a printed success.
+  if (args.trace) {
+    write_file_atomically(*args.trace, trace::chrome_trace(simulation.output.timeline).dump());
+  }
+  if (args.svg) write_file_atomically(*args.svg, trace::svg_gantt(simulation.output.timeline));
+  const auto report = simulation_report(plan, simulation, model.config().name, cluster.name(), seq);
+  if (args.format == OutputFormat::json) {
+    out << report.dump(2) << '\n';
+  } else {
+    print_simulation_tables(report, out);
+    if (args.trace) out << "Trace (open in ui.perfetto.dev): " << *args.trace << '\n';
+    if (args.svg) out << "Timeline chart: " << *args.svg << '\n';
+  }
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app, std::ostream& out) {
+  auto args = std::make_shared<SimulateArgs>();
+  CLI::App* command = app.add_subcommand(
+      "simulate", "Simulate a plan event by event and show its predicted timeline");
+  command->add_option("--plan,-p", args->plan, "Plan file (docs/formats.md)")->required();
+  command->add_option("--cluster,-c", args->cluster,
+                      "Cluster to run it on instead of the one the plan names");
+  command->add_option("--profiles", args->profiles, "Profile database to prefer over estimates");
+  command->add_option("--trace", args->trace, "Write a Chrome/Perfetto trace (JSON) here");
+  command->add_option("--svg", args->svg, "Write an SVG Gantt chart here");
+  command->add_flag("--overlap-allreduce", args->overlap_allreduce,
+                    "Start each chunk's gradient all-reduce as soon as its gradients are ready");
+  add_format_option(*command, args->format);
+  command->footer(
+      "Examples:\n"
+      "  hyperpipe simulate --plan examples/plans/gpt3-2.7b-4stage.json\n"
+      "  hyperpipe simulate --plan plan.json --trace trace.json --svg timeline.svg\n"
+      "  hyperpipe simulate --plan plan.json --profiles measured.json --format json");
+  command->callback([args, &out] { run_simulate(*args, out); });
+}
+
+}  // namespace hyperpipe::cli

@@ -1,0 +1,119 @@
+#include "hyperpipe/cli/simulation_report.h"
+
+#include <fmt/format.h>
+
+#include "hyperpipe/cli/table.h"
+#include "hyperpipe/common/quantity.h"
+
+namespace hyperpipe::cli {
+
+using nlohmann::json;
+
+json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simulation,
+                       const std::string& model_name, const std::string& cluster_name,
+                       int64_t seq_len) {
+  json stages = json::array();
+  for (const auto& stage : simulation.stages) {
+    stages.push_back({{"stage", stage.stage},
+                      {"rank", stage.rank},
+                      {"gpu_type", stage.gpu_type},
+                      {"devices", stage.devices},
+                      {"dp", stage.dp},
+                      {"tp", stage.tp},
+                      {"layers", {stage.first_layer, stage.end_layer}},
+                      {"forward_s", stage.compute.forward},
+                      {"backward_input_s", stage.compute.backward_input},
+                      {"backward_weight_s", stage.compute.backward_weight},
+                      {"recompute_s", stage.compute.recompute},
+                      {"source", stage.compute.source()},
+                      {"static_memory_bytes",
+                       stage.memory.weights + stage.memory.gradients + stage.memory.optimizer},
+                      {"activation_bytes_per_micro_batch", stage.memory.activations}});
+  }
+  json ranks = json::array();
+  const auto& out = simulation.output;
+  for (size_t r = 0; r < out.ranks.size(); ++r) {
+    const auto& stats = out.ranks[r];
+    ranks.push_back({{"rank", r},
+                     {"name", out.timeline.tracks[r].name},
+                     {"busy_s", stats.busy},
+                     {"bubble_s", stats.bubble},
+                     {"comm_wait_s", stats.comm_wait},
+                     {"allreduce_s", stats.allreduce},
+                     {"optimizer_s", stats.optimizer},
+                     {"peak_in_flight", stats.peak_in_flight},
+                     {"peak_memory_bytes", stats.peak_memory_bytes},
+                     {"memory_capacity_bytes", simulation.memory_capacity[r]},
+                     {"fits", stats.peak_memory_bytes <= simulation.memory_capacity[r]}});
+  }
+  return {{"format", kSimulationFormat},
+          {"model", model_name},
+          {"cluster", cluster_name},
+          {"schedule", schedule::to_string(plan.schedule)},
+          {"chunks", plan.chunks},
+          {"micro_batch_size", plan.micro_batch_size},
+          {"micro_batches", plan.micro_batches},
+          {"global_batch", plan.global_batch()},
+          {"seq_len", seq_len},
+          {"devices", simulation.devices},
+          {"iteration_time_s", out.iteration_time},
+          {"tokens_per_s", simulation.tokens_per_s},
+          {"achieved_flops_per_gpu", simulation.achieved_flops_per_gpu},
+          {"mfu", simulation.mfu},
+          {"stages", stages},
+          {"ranks", ranks}};
+}
+
+void print_simulation_tables(const json& report, std::ostream& out) {
+  out << fmt::format(
+      "{} on {}: {} stages ({}{}), {} micro-batches of {} (global batch {}, seq {})\n\n",
+      report["model"].get<std::string>(), report["cluster"].get<std::string>(),
+      report["stages"].size(), report["schedule"].get<std::string>(),
+      report["chunks"].get<int>() > 1 ? fmt::format(", {} chunks", report["chunks"].get<int>())
+                                      : "",
+      report["micro_batches"].get<int>(), report["micro_batch_size"].get<int64_t>(),
+      report["global_batch"].get<int64_t>(), report["seq_len"].get<int64_t>());
+  Table stages({">Stage", "GPU", "Devices", "dp×tp", "Layers", ">F", ">B", ">W", "Source"});
+  for (const auto& stage : report["stages"]) {
+    const auto& devices = stage["devices"];
+    stages.add_row(
+        {std::to_string(stage["stage"].get<int>()), stage["gpu_type"],
+         fmt::format("{}", fmt::join(devices.get<std::vector<int>>(), ",")),
+         fmt::format("{}×{}", stage["dp"].get<int>(), stage["tp"].get<int>()),
+         fmt::format("{}-{}", stage["layers"][0].get<int>(), stage["layers"][1].get<int>() - 1),
+         format_duration(stage["forward_s"].get<double>()),
+         format_duration(stage["backward_input_s"].get<double>() +
+                         stage["recompute_s"].get<double>()),
+         format_duration(stage["backward_weight_s"].get<double>()), stage["source"]});
+  }
+  stages.print(out, "  ");
+  out << '\n';
+  Table ranks({"Device group", ">Busy", ">Bubble", ">Comm wait", ">All-reduce", ">Optimizer",
+               ">In flight", ">Peak memory", ">Capacity", ""});
+  bool overflow = false;
+  for (const auto& rank : report["ranks"]) {
+    const bool fits = rank["fits"].get<bool>();
+    overflow = overflow || !fits;
+    ranks.add_row({rank["name"], format_duration(rank["busy_s"].get<double>()),
+                   format_duration(rank["bubble_s"].get<double>()),
+                   format_duration(rank["comm_wait_s"].get<double>()),
+                   format_duration(rank["allreduce_s"].get<double>()),
+                   format_duration(rank["optimizer_s"].get<double>()),
+                   std::to_string(rank["peak_in_flight"].get<int>()),
+                   format_bytes(rank["peak_memory_bytes"].get<double>()),
+                   format_bytes(rank["memory_capacity_bytes"].get<double>()),
+                   fits ? "" : "DOES NOT FIT"});
+  }
+  ranks.print(out, "  ");
+  out << fmt::format("\nIteration {}: {} tokens/s, {} per GPU over {} GPUs, MFU {:.1f}%\n",
+                     format_duration(report["iteration_time_s"].get<double>()),
+                     format_count(report["tokens_per_s"].get<double>()),
+                     format_flop_rate(report["achieved_flops_per_gpu"].get<double>()),
+                     report["devices"].get<int>(), 100 * report["mfu"].get<double>());
+  if (overflow) {
+    out << "Warning: some device groups need more memory than they have; the plan would not "
+           "run as written (add recomputation, stages or devices).\n";
+  }
+}
+
+}  // namespace hyperpipe::cli

@@ -1,0 +1,141 @@
+#include "hyperpipe/plan/plan.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <limits>
+
+#include "hyperpipe/common/error.h"
+
+namespace hyperpipe::plan {
+namespace {
+
+model::Recompute read_recompute(const YamlField& field) {
+  static const std::vector<std::string> names{"none", "selective", "full"};
+  return static_cast<model::Recompute>(field.as_choice(names));
+}
+
+int read_count(const YamlField& field) {
+  const int64_t value = field.as_positive_int();
+  if (value > std::numeric_limits<int>::max()) field.fail("a smaller positive integer");
+  return static_cast<int>(value);
+}
+
+void read_schedule(const YamlField& field, Plan& plan) {
+  if (field.is_scalar()) {
+    const auto kind = schedule::parse_schedule_kind(field.as_string());
+    if (!kind) field.as_choice(schedule::schedule_kind_names());  // throws with the choices
+    plan.schedule = *kind;
+    return;
+  }
+  field.allow_only({"kind", "chunks", "warmup"});
+  const YamlField kind_field = field.required("kind");
+  plan.schedule = *schedule::parse_schedule_kind(
+      schedule::schedule_kind_names()[kind_field.as_choice(schedule::schedule_kind_names())]);
+  if (auto chunks = field.optional("chunks")) plan.chunks = read_count(*chunks);
+  if (plan.chunks > 1 && plan.schedule != schedule::ScheduleKind::interleaved) {
+    field.required("chunks").fail("1: only the interleaved schedule runs several chunks");
+  }
+  if (auto warmup = field.optional("warmup")) {
+    if (plan.schedule != schedule::ScheduleKind::hetero_1f1b) {
+      warmup->fail("no warm-up list: only hetero-1f1b takes one");
+    }
+    for (const auto& depth : warmup->items(1)) plan.warmup.push_back(read_count(depth));
+  }
+}
+
+StagePlan read_stage(const YamlField& entry, model::Recompute default_recompute) {
+  entry.allow_only({"layers", "devices", "dp", "tp", "recompute"});
+  StagePlan stage;
+  const YamlField layers = entry.required("layers");
+  const auto bounds = layers.items(2);
+  if (bounds.size() != 2) layers.fail("[first, end): two layer indices");
+  const int64_t first = bounds[0].as_int();
+  const int64_t end = bounds[1].as_int();
+  if (first < 0 || end <= first) layers.fail("[first, end) with 0 <= first < end");
+  stage.first_layer = static_cast<int>(first);
+  stage.end_layer = static_cast<int>(end);
+  const YamlField devices = entry.required("devices");
+  for (const auto& device : devices.items(1)) {
+    const int64_t id = device.as_int();
+    if (id < 0) device.fail("a device id (0 or more)");
+    stage.devices.push_back(static_cast<int>(id));
+  }
+  const int count = static_cast<int>(stage.devices.size());
+  if (auto tp = entry.optional("tp")) stage.tp = read_count(*tp);
+  stage.dp = count / stage.tp;
+  if (auto dp = entry.optional("dp")) stage.dp = read_count(*dp);
+  if (stage.dp * stage.tp != count) {
+    devices.fail(
+        fmt::format("dp × tp = {} × {} = {} device ids", stage.dp, stage.tp, stage.dp * stage.tp));
+  }
+  stage.recompute = default_recompute;
+  if (auto recompute = entry.optional("recompute")) stage.recompute = read_recompute(*recompute);
+  return stage;
+}
+
+}  // namespace
+
+Plan read_plan(const YamlField& root) {
+  if (!root.is_map()) root.fail("a plan: an object with \"format\", \"model\", \"stages\"…");
+  root.allow_only({"format", "name", "model", "cluster", "seq_len", "micro_batch_size",
+                   "micro_batches", "schedule", "recompute", "stages", "predicted"});
+  const YamlField format = root.required("format");
+  if (format.as_string() != kPlanFormat) format.fail(std::string("\"") + kPlanFormat + "\"");
+  Plan plan;
+  plan.model = root.required("model").as_string();
+  plan.cluster = root.required("cluster").as_string();
+  if (auto seq = root.optional("seq_len")) plan.seq_len = seq->as_positive_int();
+  plan.micro_batch_size = root.required("micro_batch_size").as_positive_int();
+  plan.micro_batches = read_count(root.required("micro_batches"));
+  if (auto kind = root.optional("schedule")) read_schedule(*kind, plan);
+  model::Recompute recompute = model::Recompute::none;
+  if (auto field = root.optional("recompute")) recompute = read_recompute(*field);
+
+  const YamlField stages = root.required("stages");
+  int expected_first = 0;
+  for (const auto& entry : stages.items(1)) {
+    StagePlan stage = read_stage(entry, recompute);
+    if (stage.first_layer != expected_first) {
+      entry.required("layers").fail(fmt::format(
+          "a range starting at layer {}, where the previous stage ends", expected_first));
+    }
+    expected_first = stage.end_layer;
+    plan.stages.push_back(std::move(stage));
+  }
+  const int count = static_cast<int>(plan.stages.size());
+  if (count % plan.chunks != 0) {
+    stages.fail(fmt::format("a multiple of chunks = {} stages", plan.chunks));
+  }
+  // With chunks, stage s and stage s + ranks are two chunks of one device group.
+  for (int s = plan.ranks(); s < count; ++s) {
+    const StagePlan& owner = plan.stages[s % plan.ranks()];
+    if (plan.stages[s].devices != owner.devices || plan.stages[s].tp != owner.tp) {
+      stages.items()[s].required("devices").fail(fmt::format(
+          "the devices and tp of stage {}: with {} chunks, stage {} is another chunk of the "
+          "same device group",
+          s % plan.ranks(), plan.chunks, s));
+    }
+  }
+  if (!plan.warmup.empty() && static_cast<int>(plan.warmup.size()) != plan.ranks()) {
+    root.required("schedule")
+        .required("warmup")
+        .fail(fmt::format("one depth per stage ({} of them)", plan.ranks()));
+  }
+  return plan;
+}
+
+Plan load_plan(const std::string& path) {
+  return read_plan(YamlField::load_file(path));
+}
+
+std::string resolve_reference(const std::string& plan_path, const std::string& reference) {
+  const std::filesystem::path ref(reference);
+  if (ref.is_relative()) {
+    const auto beside = std::filesystem::path(plan_path).parent_path() / ref;
+    if (std::filesystem::is_regular_file(beside)) return beside.string();
+  }
+  return reference;
+}
+
+}  // namespace hyperpipe::plan

@@ -1,0 +1,55 @@
+// The Plan document: how a model is cut into pipeline stages, which devices run each
+// stage, how the batch is split and which schedule runs it. Written by the planner or by
+// hand; read by the simulator and the runtime, which need not know how it was made.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hyperpipe/common/yaml_reader.h"
+#include "hyperpipe/model/layer.h"
+#include "hyperpipe/schedule/schedule.h"
+
+namespace hyperpipe::plan {
+
+inline constexpr const char* kPlanFormat = "hyperpipe.plan/1";
+
+struct StagePlan {
+  int first_layer = 0;  // layers [first_layer, end_layer) of the model's chain
+  int end_layer = 0;
+  std::vector<int> devices;  // global device ids, dp · tp of them (rank = dp_index · tp + tp_index)
+  int dp = 1;
+  int tp = 1;
+  model::Recompute recompute = model::Recompute::none;
+};
+
+struct Plan {
+  std::string model;             // catalogue name or file path (relative to the plan file)
+  std::string cluster;           // built-in cluster name or file path (relative to the plan file)
+  int64_t seq_len = 0;           // 0: the model's
+  int64_t micro_batch_size = 1;  // sequences per micro-batch, split over each stage's dp
+  int micro_batches = 1;         // per iteration
+  schedule::ScheduleKind schedule = schedule::ScheduleKind::one_f_one_b;
+  int chunks = 1;           // model chunks per device group (interleaved)
+  std::vector<int> warmup;  // hetero-1f1b: forwards before the first backward, per rank
+  // In pipeline order; with chunks > 1, stage s runs on the same devices as s mod ranks.
+  std::vector<StagePlan> stages;
+
+  int ranks() const { return static_cast<int>(stages.size()) / chunks; }
+  int64_t global_batch() const { return micro_batch_size * micro_batches; }
+};
+
+// Reads a plan document (JSON or YAML); checks its own consistency: formats, sizes,
+// contiguous layer ranges, dp · tp devices per stage, chunks dividing the stage count.
+// Throws InputError naming the file and field.
+Plan read_plan(const YamlField& root);
+Plan load_plan(const std::string& path);
+
+// The plan's model or cluster reference as a path relative to the plan file when such a
+// file exists there; otherwise unchanged (a catalogue or built-in name, or a path from
+// the current directory).
+std::string resolve_reference(const std::string& plan_path, const std::string& reference);
+
+}  // namespace hyperpipe::plan

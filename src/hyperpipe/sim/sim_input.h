@@ -1,0 +1,42 @@
+// What the simulator needs to know, in seconds and bytes: a schedule, the cost of each
+// stage's ops and of each transfer. Built from a plan by plan_simulation.h, or by hand in
+// tests, so the event engine knows nothing of models or clusters.
+#pragma once
+
+#include <vector>
+
+#include "hyperpipe/schedule/schedule.h"
+
+namespace hyperpipe::sim {
+
+struct StageCost {
+  double forward = 0;
+  double backward_input = 0;  // includes recomputation
+  double backward_weight = 0;
+  double activation_bytes = 0;  // kept per micro-batch from F until its backward
+  double static_bytes = 0;      // weights, gradients, optimizer state
+  double allreduce = 0;         // gradient all-reduce over the stage's data-parallel group
+  double optimizer = 0;         // optimizer step
+};
+
+// A point-to-point transfer: it holds the sender's send port, the receiver's receive port
+// and its shared link (if any) for `occupancy` seconds, then arrives `latency` later.
+struct TransferCost {
+  double occupancy = 0;
+  double latency = 0;
+  int link = -1;  // transfers with the same id share one link (e.g. one Ethernet uplink)
+};
+
+struct SimInput {
+  // Ops per rank, with communication (schedule::insert_communication).
+  schedule::Schedule schedule;
+  std::vector<StageCost> stages;          // per pipeline stage
+  std::vector<TransferCost> activations;  // [s]: stage s to stage s + 1
+  std::vector<TransferCost> gradients;    // [s]: stage s + 1 back to stage s
+  std::vector<double> reserved_bytes;     // per rank: memory no stage can use
+  // Start each chunk's gradient all-reduce as soon as its last weight gradient is done,
+  // beside the remaining backward work, instead of after the rank's last op.
+  bool overlap_allreduce = false;
+};
+
+}  // namespace hyperpipe::sim

@@ -1,0 +1,39 @@
+// Discrete-event execution of a schedule: each rank has a compute resource and separate
+// send and receive ports, so communication overlaps computation; transfers queue for
+// ports and shared links; an op starts when the previous op of its rank is done and its
+// inputs have arrived. After the last backward, gradient all-reduce, then the optimizer.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "hyperpipe/sim/sim_input.h"
+#include "hyperpipe/trace/timeline.h"
+
+namespace hyperpipe::sim {
+
+struct RankStats {
+  double busy = 0;       // compute (F, B, W, BW)
+  double comm_wait = 0;  // compute idle while an input was in transit
+  double bubble = 0;     // other idle time within the iteration
+  double allreduce = 0;  // exposed gradient all-reduce (not hidden behind compute)
+  double optimizer = 0;
+  double compute_end = 0;  // finish of the last compute op
+  double end = 0;          // finish of the optimizer step
+  double peak_activation_bytes = 0;
+  double peak_memory_bytes = 0;  // static + reserved + peak activations
+  int peak_in_flight = 0;
+};
+
+struct SimOutput {
+  double iteration_time = 0;
+  std::vector<RankStats> ranks;
+  trace::Timeline timeline;  // one track per rank; names left for the caller
+  size_t simulated_ops = 0;
+};
+
+// Throws std::invalid_argument if the input sizes disagree, std::runtime_error if the
+// schedule cannot finish (schedule::validate would have said so).
+SimOutput simulate(const SimInput& input);
+
+}  // namespace hyperpipe::sim

@@ -1,0 +1,41 @@
+// What happened (or is predicted to happen) on each device during one iteration. The
+// simulator and the runtime both produce it; the writers draw it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hyperpipe::trace {
+
+struct Interval {
+  std::string op;        // "F", "B", "W", "BW", "send F", "send B", "allreduce", "optimizer"
+  int stage = -1;        // pipeline stage (-1: none)
+  int micro_batch = -1;  // -1: not tied to a micro-batch
+  int chunk = 0;
+  double start = 0;  // seconds from the start of the iteration
+  double end = 0;
+};
+
+struct MemorySample {
+  double time = 0;
+  double bytes = 0;  // in use on each device of the track from this time on
+};
+
+// One device group running one pipeline rank (every device of it does the same work).
+struct Track {
+  std::string name;          // e.g. "stage 0: A100-40GB ×2 [0-1]"
+  std::vector<int> devices;  // global device ids
+  std::vector<Interval> compute;
+  std::vector<Interval> communication;
+  std::vector<MemorySample> memory;
+};
+
+struct Timeline {
+  std::string title;
+  std::vector<Track> tracks;
+
+  // The latest end of any interval.
+  double end_time() const;
+};
+
+}  // namespace hyperpipe::trace

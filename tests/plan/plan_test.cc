@@ -1,0 +1,156 @@
+#include "hyperpipe/plan/plan.h"
+
+#include <gtest/gtest.h>
+
+#include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/common/error.h"
+#include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/plan/plan_checks.h"
+#include "hyperpipe/plan/plan_json.h"
+#include "test_files.h"
+
+namespace hyperpipe::plan {
+namespace {
+
+using hyperpipe::testing::BadInputCase;
+using hyperpipe::testing::error_message;
+using hyperpipe::testing::write_temp_file;
+
+const std::string kExamples = HYPERPIPE_EXAMPLES;
+
+TEST(Plan, ReadsTheExample) {
+  const std::string path = kExamples + "/plans/gpt3-2.7b-4stage.json";
+  const Plan plan = load_plan(path);
+  EXPECT_EQ(plan.model, "gpt3-2.7b");
+  EXPECT_EQ(resolve_reference(path, plan.cluster),
+            kExamples + "/plans/../clusters/a100-v100-t4.yaml");
+  EXPECT_EQ(resolve_reference(path, "a100x8"), "a100x8");  // a built-in name stays
+  ASSERT_EQ(plan.stages.size(), 4u);
+  EXPECT_EQ(plan.stages[0].recompute, model::Recompute::selective);
+  EXPECT_EQ(plan.stages[1].recompute, model::Recompute::full);  // the plan's default
+  EXPECT_EQ(plan.stages[3].devices, (std::vector<int>{12, 13, 14, 15}));
+  EXPECT_EQ(plan.stages[3].dp, 4);
+  EXPECT_EQ(plan.global_batch(), 64);
+  check_plan(plan, model::load_model(plan.model),
+             cluster::load_cluster(resolve_reference(path, plan.cluster)), path);
+}
+
+TEST(Plan, JsonRoundTrip) {
+  const Plan plan = load_plan(kExamples + "/plans/gpt3-2.7b-4stage.json");
+  const std::string path = write_temp_file("round-trip.json", to_json(plan).dump(2));
+  const Plan again = load_plan(path);
+  EXPECT_EQ(to_json(again), to_json(plan));
+}
+
+TEST(Plan, InterleavedAndHeteroSchedules) {
+  const Plan interleaved = read_plan(YamlField::load_string(R"({
+    "format": "hyperpipe.plan/1", "model": "gpt2", "cluster": "a100x8",
+    "micro_batch_size": 2, "micro_batches": 4,
+    "schedule": {"kind": "interleaved", "chunks": 2},
+    "stages": [{"layers": [0, 4], "devices": [0]}, {"layers": [4, 8], "devices": [1]},
+               {"layers": [8, 11], "devices": [0]}, {"layers": [11, 14], "devices": [1]}]})",
+                                                            "i.json"));
+  EXPECT_EQ(interleaved.ranks(), 2);
+  const Plan hetero = read_plan(YamlField::load_string(R"({
+    "format": "hyperpipe.plan/1", "model": "gpt2", "cluster": "a100x8",
+    "micro_batch_size": 1, "micro_batches": 8, "schedule": {"kind": "hetero-1f1b", "warmup": [4, 1]},
+    "stages": [{"layers": [0, 7], "devices": [0]}, {"layers": [7, 14], "devices": [1]}]})",
+                                                       "h.json"));
+  EXPECT_EQ(hetero.warmup, (std::vector<int>{4, 1}));
+}
+
+class BadPlanFile : public ::testing::TestWithParam<BadInputCase> {};
+
+TEST_P(BadPlanFile, SaysWhereAndWhat) {
+  const std::string path = write_temp_file("bad-plan.json", GetParam().text);
+  const std::string message = error_message<InputError>([&] { load_plan(path); });
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find(GetParam().expected_fragment), std::string::npos) << message;
+}
+
+#define PLAN_HEAD \
+  R"({"format": "hyperpipe.plan/1", "model": "gpt2", "cluster": "a100x8", "micro_batch_size": 2, "micro_batches": 4, )"
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadPlanFile,
+    ::testing::Values(
+        BadInputCase{R"({"format": "hyperpipe.plan/9"})", "expected \"hyperpipe.plan/1\""},
+        BadInputCase{PLAN_HEAD R"("stages": []})", "expected a list of at least 1 item"},
+        BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 7], "devices": [0]},
+                     {"layers": [8, 14], "devices": [1]}]})",
+                     "expected a range starting at layer 7, where the previous stage ends"},
+        BadInputCase{PLAN_HEAD R"("stages": [{"layers": [3, 1], "devices": [0]}]})",
+                     "[first, end) with 0 <= first < end"},
+        BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0, 1, 2], "dp": 2}]})",
+                     "expected dp × tp = 2 × 1 = 2 device ids"},
+        BadInputCase{PLAN_HEAD
+                     R"("schedule": "2f2b", "stages": [{"layers": [0, 14], "devices": [0]}]})",
+                     "expected one of: gpipe, 1f1b, interleaved, zb-h1, hetero-1f1b"},
+        BadInputCase{PLAN_HEAD R"("schedule": {"kind": "1f1b", "chunks": 2},
+                     "stages": [{"layers": [0, 14], "devices": [0]}]})",
+                     "only the interleaved schedule runs several chunks"},
+        BadInputCase{PLAN_HEAD R"("schedule": {"kind": "interleaved", "chunks": 2},
+                     "stages": [{"layers": [0, 4], "devices": [0]}, {"layers": [4, 8], "devices": [1]},
+                                {"layers": [8, 11], "devices": [2]}, {"layers": [11, 14], "devices": [1]}]})",
+                     "stage 2 is another chunk of the same device group"},
+        BadInputCase{PLAN_HEAD R"("schedule": {"kind": "hetero-1f1b", "warmup": [3]},
+                     "stages": [{"layers": [0, 7], "devices": [0]}, {"layers": [7, 14], "devices": [1]}]})",
+                     "one depth per stage (2 of them)"},
+        BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0], "gpus": 1}]})",
+                     "unknown field 'gpus'"}));
+
+struct MisfitCase {
+  const char* stages;
+  const char* expected_fragment;
+  friend void PrintTo(const MisfitCase& c, std::ostream* out) { *out << c.expected_fragment; }
+};
+
+class PlanDoesNotFit : public ::testing::TestWithParam<MisfitCase> {};
+
+TEST_P(PlanDoesNotFit, SaysWhat) {
+  const std::string text = std::string(R"({"format": "hyperpipe.plan/1", "model": "gpt2",
+      "cluster": "a100-v100-t4", "micro_batch_size": 2, "micro_batches": 4, "stages": )") +
+                           GetParam().stages + "}";
+  const Plan plan = read_plan(YamlField::load_string(text, "misfit.json"));
+  const std::string message = error_message<InputError>([&] {
+    check_plan(plan, model::load_model("gpt2"), cluster::load_cluster("a100-v100-t4"),
+               "misfit.json");
+  });
+  EXPECT_NE(message.find("misfit.json"), std::string::npos) << message;
+  EXPECT_NE(message.find(GetParam().expected_fragment), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PlanDoesNotFit,
+    ::testing::Values(
+        MisfitCase{R"([{"layers": [0, 10], "devices": [0]}])",
+                   "the stages cover layers [0, 10), but model gpt2-124m has 14 layers"},
+        MisfitCase{R"([{"layers": [0, 7], "devices": [0]}, {"layers": [7, 14], "devices": [16]}])",
+                   "device 16 does not exist: cluster a100-v100-t4 has devices 0-15"},
+        MisfitCase{R"([{"layers": [0, 7], "devices": [0]}, {"layers": [7, 14], "devices": [0]}])",
+                   "device 0 is already used by stage 0"},
+        MisfitCase{R"([{"layers": [0, 14], "devices": [3, 4]}])",
+                   "a stage runs on one GPU type, but device 3 is a A100-40GB and device 4 a "
+                   "V100-16GB"},
+        MisfitCase{R"([{"layers": [0, 14], "devices": [4, 5, 6, 7, 8], "dp": 1, "tp": 5}])",
+                   "tp = 5 must divide the model's 12 attention heads"},
+        MisfitCase{R"([{"layers": [0, 14], "devices": [8, 9, 10, 11, 12, 13, 14, 15], "dp": 2,
+                     "tp": 4}])",
+                   "a stage runs on one GPU type"},
+        MisfitCase{R"([{"layers": [0, 14], "devices": [4, 5, 6, 7]}])",
+                   "dp = 4 needs a micro-batch of at least 4 sequences, the plan has 2"}));
+
+TEST(Plan, TensorParallelAcrossNodesIsRefused) {
+  const Plan plan = read_plan(YamlField::load_string(R"({"format": "hyperpipe.plan/1",
+      "model": "gpt2", "cluster": "h100-a100-islands", "micro_batch_size": 1, "micro_batches": 4,
+      "stages": [{"layers": [0, 14], "devices": [6, 7, 8, 9], "dp": 1, "tp": 4}]})",
+                                                     "tp.json"));
+  const std::string message = error_message<InputError>([&] {
+    check_plan(plan, model::load_model("gpt2"), cluster::load_cluster("h100-a100-islands"),
+               "tp.json");
+  });
+  EXPECT_NE(message.find("tensor parallelism stays inside a node"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace hyperpipe::plan
