@@ -127,6 +127,54 @@ TEST(Cli, TensorParallelStaysInsideANode) {
   EXPECT_GT(report["cost"][1]["layers"][1]["tp_communication_s"].get<double>(), 0);
 }
 
+TEST(Cli, ScheduleOrdersOneStageALine) {
+  const Result r = run("schedule --kind 1f1b --stages 3 --microbatches 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("F0 F1 F2 BW0 F3 BW1 BW2 BW3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("F0 BW0 F1 BW1 F2 BW2 F3 BW3"), std::string::npos) << r.out;
+  const Result json = run("schedule --kind zb-h1 --stages 2 --microbatches 2 --comm --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto parsed = nlohmann::json::parse(json.out);
+  EXPECT_EQ(parsed["kind"], "zb-h1");
+  EXPECT_EQ(parsed["per_rank"][1]["ops"][0]["op"], "RF");
+  EXPECT_EQ(parsed["per_rank"][0]["peak_in_flight"], 2);
+}
+
+TEST(Cli, SimulateTheExamplePlanWritesTraceAndSvg) {
+  const std::string trace = hyperpipe::testing::temp_path("trace.json");
+  const std::string svg = hyperpipe::testing::temp_path("timeline.svg");
+  const Result r = run("simulate --plan " + kExamples + "/plans/gpt3-2.7b-4stage.json --trace " +
+                       trace + " --svg " + svg + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["format"], "hyperpipe.simulation/1");
+  EXPECT_GT(report["iteration_time_s"].get<double>(), 0);
+  ASSERT_EQ(report["stages"].size(), 4u);
+  EXPECT_GT(report["stages"][3]["forward_s"].get<double>(), 0);
+  EXPECT_GT(report["ranks"][0]["peak_memory_bytes"].get<double>(), 0);
+  const auto chrome = nlohmann::json::parse(slurp(trace));
+  EXPECT_GT(chrome["traceEvents"].size(), 4u * 32u);
+  EXPECT_EQ(slurp(svg).rfind("<svg", 0), 0u);
+}
+
+TEST(Cli, SimulateOnAnotherCluster) {
+  // The same plan on a cluster too small for it: the plan names device 15.
+  const Result r =
+      run("simulate --plan " + kExamples + "/plans/gpt3-2.7b-4stage.json --cluster a100x8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("device 8 does not exist: cluster a100x8 has devices 0-7"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(Cli, SimulateRefusesToWriteIntoAMissingDirectory) {
+  const Result r = run("simulate --plan " + kExamples +
+                       "/plans/gpt3-2.7b-4stage.json --svg /nonexistent/dir/t.svg");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/nonexistent/dir/t.svg: cannot write here"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 TEST(Cli, HelpExitsZeroWithExamples) {
   const Result r = run("describe --help");
   EXPECT_EQ(r.exit_code, 0);
@@ -165,7 +213,15 @@ INSTANTIATE_TEST_SUITE_P(
                       "error: --seq: 4096: expected at most the model's 2048"},
         BadInvocation{"describe --profiles /nonexistent.json", "/nonexistent.json: cannot open"},
         BadInvocation{"--log-level loud models", "--log-level"},
-        BadInvocation{"describe --tp 3", "error: --tp: 3: expected a divisor of the model's 32"}));
+        BadInvocation{"describe --tp 3", "error: --tp: 3: expected a divisor of the model's 32"},
+        BadInvocation{"schedule --kind 3f3b", "--kind"},
+        BadInvocation{"schedule --kind hetero-1f1b --stages 3 --warmup 1,2,1",
+                      "exceeds that of stage 0 (1): the pipeline would deadlock"},
+        BadInvocation{"schedule --kind 1f1b --chunks 2", "only the interleaved schedule"},
+        BadInvocation{"schedule --stages 0", "--stages: expected a positive integer"},
+        BadInvocation{"simulate", "--plan is required"},
+        BadInvocation{"simulate --plan /nonexistent/plan.json",
+                      "/nonexistent/plan.json: cannot open"}));
 
 TEST(Cli, BadFilesExitTwoNamingTheFile) {
   const std::string cluster = write_temp_file("cli-bad-cluster.yaml",

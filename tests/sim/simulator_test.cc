@@ -210,6 +210,25 @@ TEST(Simulator, ZeroBubbleH1CutsTheBubbleToAThird) {
   EXPECT_NEAR(zero_bubble / base, 1.0 / 3.0, 0.05);
 }
 
+TEST(Simulator, DeeperWarmUpHidesASlowLink) {
+  // The link after stage 0 takes 4 each way, more than a stage's F + B of 3: 1F1B stalls
+  // stage 0 on every round trip, the link-aware depths keep it busy.
+  const int m = 12;
+  const std::vector<StageCost> costs(3, stage(1, 2));
+  SimInput plain = make_input(schedule::one_f_one_b(3, m), costs);
+  plain.activations[0].latency = plain.gradients[0].latency = 4;
+  const auto depths = schedule::link_aware_warmup({3, 3, 3}, {4, 0}, {99, 99, 99});
+  EXPECT_EQ(depths, (std::vector<int>{6, 2, 1}));
+  SimInput aware = make_input(schedule::hetero_1f1b(m, depths), costs);
+  aware.activations[0].latency = aware.gradients[0].latency = 4;
+  const SimOutput a = simulate(plain);
+  const SimOutput b = simulate(aware);
+  EXPECT_LT(b.iteration_time, a.iteration_time);
+  // With enough in flight the slow link costs only its one-time fill: m·3 + 2·4 + 2·(1 + 2).
+  EXPECT_DOUBLE_EQ(b.iteration_time, m * 3 + 2 * 4 + 2 * 3);
+  EXPECT_EQ(b.ranks[0].peak_in_flight, 6);
+}
+
 TEST(Simulator, GradientAllReduceThenOptimizer) {
   std::vector<StageCost> costs(2, stage(1, 2));
   costs[0].allreduce = 0.5;
