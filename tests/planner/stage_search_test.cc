@@ -1,0 +1,147 @@
+#include "hyperpipe/planner/stage_search.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "planner/fake_oracle.h"
+
+namespace hyperpipe::planner {
+namespace {
+
+using testing::FakeOracle;
+
+// Brute force over the same plan space: every order of every subset of classes, every
+// split into consecutive stages, every shape and every recomputation, memory checked with
+// 1F1B's in-flight counts once the stage count is known; scored by the same objective.
+double brute_force(const StageOracle& o, int micro_batches) {
+  double best = std::numeric_limits<double>::infinity();
+  const int layers = o.num_layers();
+  std::vector<StageChoice> stages;
+  std::vector<bool> class_used(o.num_classes(), false);
+  std::function<void(int, int, int)> extend = [&](int first, int cls, int used) {
+    if (first == layers) {
+      const int count = static_cast<int>(stages.size());
+      for (int s = 0; s < count; ++s) {
+        const auto& st = stages[s];
+        if (!o.fits(st.cls, st.shape, st.first, st.end, st.recompute,
+                    std::min(count - s, micro_batches))) {
+          return;
+        }
+      }
+      best = std::min(best, objective(stages, micro_batches));
+      return;
+    }
+    // The next stage: the current class again, or a class not used yet.
+    for (int next = 0; next < o.num_classes(); ++next) {
+      const bool same = next == cls;
+      if (!same && class_used[next]) continue;
+      const int base = same ? used : 0;
+      for (int g = 0; g < static_cast<int>(o.shapes(next).size()); ++g) {
+        const int size = o.shapes(next)[g].size();
+        if (base + size > o.class_size(next)) continue;
+        for (int end = first + 1; end <= layers; ++end) {
+          for (model::Recompute r : kRecomputeOptions) {
+            if (!stages.empty()) {
+              stages.back().link_after =
+                  o.link_time(stages.back().cls, stages.back().shape, next, stages.back().end);
+            }
+            stages.push_back({next, g, first, end, r, o.stage_time(next, g, first, end, r), 0});
+            const bool opened = !same;
+            if (opened) class_used[next] = true;
+            extend(end, next, base + size);
+            if (opened) class_used[next] = false;
+            stages.pop_back();
+            if (!stages.empty()) stages.back().link_after = 0;
+          }
+        }
+      }
+    }
+  };
+  extend(0, -1, 0);
+  return best;
+}
+
+class SearchMatchesBruteForce : public ::testing::TestWithParam<int> {};
+
+TEST_P(SearchMatchesBruteForce, OnSmallRandomInstances) {
+  std::mt19937 rng(GetParam());
+  const std::vector<std::vector<int>> clusters{{2}, {1, 2}, {2, 2}, {1, 1, 1}, {2, 1, 3}, {3, 3}};
+  for (const auto& counts : clusters) {
+    for (int layers : {3, 5, 7}) {
+      const FakeOracle oracle = FakeOracle::random(rng, layers, counts);
+      for (int m : {1, 4, 16}) {
+        const auto found = search_pipelines(oracle, {m, 32});
+        const double expected = brute_force(oracle, m);
+        if (std::isinf(expected)) {
+          EXPECT_TRUE(found.empty());
+          continue;
+        }
+        ASSERT_FALSE(found.empty());
+        EXPECT_NEAR(found.front().objective, expected, 1e-9 * expected)
+            << "seed " << GetParam() << " layers " << layers << " m " << m;
+        // The reported objective is that of the reported stages.
+        EXPECT_NEAR(objective(found.front().stages, m), found.front().objective, 1e-9 * expected);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, SearchMatchesBruteForce, ::testing::Values(1, 2, 3, 4));
+
+TEST(StageSearch, FasterClassGetsMoreLayers) {
+  FakeOracle o;
+  o.work.assign(12, 1.0);
+  o.weights.assign(12, 0.0);
+  o.activation.assign(12, 0.0);
+  o.output.assign(12, 0.0);
+  o.classes = {{1, 3.0, 1e9, {{1, 1}}}, {1, 1.0, 1e9, {{1, 1}}}};
+  o.bandwidth = {{1, 1}, {1, 1}};
+  const auto found = search_pipelines(o, {32, 32});
+  ASSERT_FALSE(found.empty());
+  const auto& stages = found.front().stages;
+  ASSERT_EQ(stages.size(), 2u);
+  const int fast = stages[0].cls == 0 ? 0 : 1;
+  EXPECT_EQ(stages[fast].end - stages[fast].first, 9);  // 3× the speed, 3× the layers
+}
+
+TEST(StageSearch, HomogeneousClusterRecoversTheEvenSplit) {
+  FakeOracle o;
+  o.work.assign(16, 1.0);
+  o.weights.assign(16, 1.0);
+  o.activation.assign(16, 1.0);
+  o.output.assign(16, 0.01);
+  o.classes = {{4, 1.0, 1e9, {{1, 1}}}};
+  o.bandwidth = {{100}};
+  const auto found = search_pipelines(o, {64, 32});
+  ASSERT_FALSE(found.empty());
+  ASSERT_EQ(found.front().stages.size(), 4u);
+  for (const auto& stage : found.front().stages) EXPECT_EQ(stage.end - stage.first, 4);
+}
+
+TEST(StageSearch, TightMemoryBuysRecomputationOrMoreStages) {
+  FakeOracle o;
+  o.work.assign(8, 1.0);
+  o.weights.assign(8, 0.1);
+  o.activation.assign(8, 1.0);
+  o.output.assign(8, 0.01);
+  // Eight layers, 4 micro-batches in flight on stage 0 without recomputation: 32 units of
+  // activation; the memory holds 6.
+  o.classes = {{2, 1.0, 6.0, {{1, 1}}}};
+  o.bandwidth = {{100}};
+  const auto found = search_pipelines(o, {4, 32});
+  ASSERT_FALSE(found.empty());
+  bool recomputes = false;
+  for (const auto& stage : found.front().stages) {
+    recomputes = recomputes || stage.recompute != model::Recompute::none;
+  }
+  EXPECT_TRUE(recomputes);
+  // With no memory at all nothing fits.
+  o.classes[0].memory = 0.05;
+  EXPECT_TRUE(search_pipelines(o, {4, 32}).empty());
+}
+
+}  // namespace
+}  // namespace hyperpipe::planner
