@@ -175,6 +175,41 @@ TEST(Cli, SimulateRefusesToWriteIntoAMissingDirectory) {
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
+TEST(Cli, PlanPrintsThePlanAndBaselinesAndWritesAPlanSimulateAccepts) {
+  const std::string out = hyperpipe::testing::temp_path("planned.json");
+  const Result r =
+      run("plan --model gpt3-1.3b --cluster a100-v100-t4 --global-batch 32 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Plan for gpt3-1.3b on a100-v100-t4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("uniform"), std::string::npos);
+  EXPECT_NE(r.out.find("capability"), std::string::npos);
+  const auto plan = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(plan["format"], "hyperpipe.plan/1");
+  EXPECT_GT(plan["predicted"]["iteration_time_s"].get<double>(), 0);
+  const Result simulated = run("simulate --plan " + out + " --format json");
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
+  // The simulator reproduces the planner's prediction for the plan it wrote.
+  EXPECT_NEAR(nlohmann::json::parse(simulated.out)["iteration_time_s"].get<double>(),
+              plan["predicted"]["iteration_time_s"].get<double>(), 1e-9);
+}
+
+TEST(Cli, PlanJsonAndExplain) {
+  const Result r = run("plan --model gpt3-1.3b --global-batch 32 --explain --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["format"], "hyperpipe.planning/1");
+  EXPECT_EQ(doc["per_order"].size(), 15u);
+  EXPECT_EQ(doc["baselines"].size(), 3u);
+  EXPECT_GT(doc["search_seconds"].get<double>(), 0);
+  EXPECT_GT(doc["report"]["iteration_time_s"].get<double>(), 0);
+}
+
+TEST(Cli, PlanBaselineEmitsThatBaseline) {
+  const Result r = run("plan --model gpt3-1.3b --global-batch 32 --baseline parameters");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(parameters)"), std::string::npos) << r.out;
+}
+
 TEST(Cli, HelpExitsZeroWithExamples) {
   const Result r = run("describe --help");
   EXPECT_EQ(r.exit_code, 0);
@@ -220,6 +255,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInvocation{"schedule --kind 1f1b --chunks 2", "only the interleaved schedule"},
         BadInvocation{"schedule --stages 0", "--stages: expected a positive integer"},
         BadInvocation{"simulate", "--plan is required"},
+        BadInvocation{"plan", "--global-batch is required"},
+        BadInvocation{"plan --global-batch 16 --model gpt3-175b",
+                      "no plan fits: gpt3-175b needs 2.55 TiB"},
+        BadInvocation{"plan --global-batch 16 --micro-batch 3",
+                      "expected a divisor of the global batch 16"},
+        BadInvocation{"plan --global-batch 16 --baseline even", "--baseline"},
         BadInvocation{"simulate --plan /nonexistent/plan.json",
                       "/nonexistent/plan.json: cannot open"}));
 

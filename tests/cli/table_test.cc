@@ -19,6 +19,15 @@ TEST(Table, AlignsColumnsAndNumbersRight) {
             "  longer   1234\n");
 }
 
+TEST(Table, MultiByteCharactersTakeOneColumn) {
+  Table table({"Shape", "Next"});
+  table.add_row({"2×4", "a → b"});
+  table.add_row({"16x1", "c"});
+  std::ostringstream out;
+  table.print(out);
+  EXPECT_EQ(out.str(), "Shape  Next\n2×4    a → b\n16x1   c\n");
+}
+
 TEST(Table, ShortRowsArePadded) {
   Table table({"A", "B"});
   table.add_row({"x"});

@@ -24,6 +24,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       "  hyperpipe models\n"
       "  hyperpipe devices\n"
       "  hyperpipe describe --model gpt3-2.7b --cluster examples/clusters/a100-v100-t4.yaml\n"
+      "  hyperpipe plan --model gpt3-2.7b --cluster a100-v100-t4 --global-batch 64\n"
       "  hyperpipe schedule --kind 1f1b --stages 4 --microbatches 8\n"
       "  hyperpipe simulate --plan examples/plans/gpt3-2.7b-4stage.json --svg timeline.svg\n"
       "Run `hyperpipe COMMAND --help` for a command's options.");
@@ -32,6 +33,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   add_devices_command(app, out);
   add_describe_command(app, out);
   add_schedule_command(app, out);
+  add_plan_command(app, out);
   add_simulate_command(app, out);
 
   app.parse_complete_callback([&] {

@@ -12,5 +12,6 @@ void add_devices_command(CLI::App& app, std::ostream& out);
 void add_describe_command(CLI::App& app, std::ostream& out);
 void add_schedule_command(CLI::App& app, std::ostream& out);
 void add_simulate_command(CLI::App& app, std::ostream& out);
+void add_plan_command(CLI::App& app, std::ostream& out);
 
 }  // namespace hyperpipe::cli

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <memory>
 
 namespace hyperpipe::planner {
 namespace {
@@ -10,12 +12,14 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // One DP cell: the best way found to cover layers [e, L) with j stages, the first of them
-// of class order[k] holding u of its devices.
+// (layers [e, next cell's e)) of class order[k] holding u of its devices. Kept small: the
+// cells are reset for every bound.
 struct Cell {
   double value = kInfinity;  // Σ (τ + 2λ), or the bottleneck in bottleneck mode
   double worst = 0;          // bottleneck of that way
   int next = -1;             // cell of the stage after this one (-1: this is the last)
-  StageChoice stage;
+  int16_t shape = 0;         // of the first stage
+  int8_t recompute = 0;      // of the first stage
 };
 
 enum class Mode { sum, bottleneck };
@@ -24,8 +28,14 @@ class Dp {
  public:
   Dp(const StageOracle& oracle, const std::vector<int>& order, const SearchOptions& options)
       : oracle_(oracle), order_(order), options_(options), layers_(oracle.num_layers()) {
-    for (int cls : order_) max_used_ = std::max(max_used_, oracle.class_size(cls));
-    max_stages_ = std::min(options.max_stages, layers_);
+    int devices = 0;
+    for (int cls : order_) {
+      max_used_ = std::max(max_used_, oracle.class_size(cls));
+      devices += oracle.class_size(cls);
+    }
+    // Every stage holds at least one layer and one device.
+    max_stages_ = std::min({options.max_stages, layers_, devices});
+    dominated_.assign(static_cast<size_t>(max_used_ + 1) * (max_stages_ + 1), kInfinity);
     cells_.resize(static_cast<size_t>(layers_ + 1) * order_.size() * (max_used_ + 1) *
                   (max_stages_ + 1));
   }
@@ -37,16 +47,26 @@ class Dp {
     mode_ = mode;
     bound_ = bound;
     const int last = static_cast<int>(order_.size()) - 1;
-    place_stage(-1, last, 0, 0, layers_);
+    place_stage(-1, -1, last, 0, 0, layers_);
     for (int e = layers_ - 1; e >= 1; --e) {
       for (int k = 0; k <= last; ++k) {
         const int cls = order_[k];
+        // A cell is dominated by one with no more devices used, no more stages after it
+        // (fewer micro-batches in flight, more stages left) and no larger value: skip it.
+        // best_below[u][j] is the smallest value over cells (u' <= u, j' <= j).
+        std::fill(dominated_.begin(), dominated_.end(), kInfinity);
+        const auto at = [&](int u, int j) -> double& {
+          return dominated_[static_cast<size_t>(u) * (max_stages_ + 1) + j];
+        };
         for (int u = 1; u <= oracle_.class_size(cls); ++u) {
-          for (int j = 1; j < max_stages_; ++j) {
+          for (int j = 1; j <= max_stages_; ++j) {
             const int from = index(e, k, u, j);
-            if (cells_[from].value == kInfinity) continue;
-            place_stage(from, k, u, j, e);                 // another stage of the same class
-            if (k > 0) place_stage(from, k - 1, 0, j, e);  // a stage of the class before
+            const double value = cells_[from].value;
+            const double below = std::min(at(u - 1, j), at(u, j - 1));
+            at(u, j) = std::min(below, value);
+            if (value == kInfinity || value >= below || j == max_stages_) continue;
+            place_stage(from, cls, k, u, j, e);                 // another stage of the same class
+            if (k > 0) place_stage(from, cls, k - 1, 0, j, e);  // a stage of the class before
           }
         }
       }
@@ -65,7 +85,25 @@ class Dp {
 
   std::vector<StageChoice> stages_from(int at) const {
     std::vector<StageChoice> stages;
-    for (; at >= 0; at = cells_[at].next) stages.push_back(cells_[at].stage);
+    const int classes = static_cast<int>(order_.size());
+    const int per_layer = classes * (max_used_ + 1) * (max_stages_ + 1);
+    for (; at >= 0; at = cells_[at].next) {
+      const Cell& cell = cells_[at];
+      StageChoice stage;
+      stage.first = at / per_layer;
+      stage.cls = order_[(at % per_layer) / ((max_used_ + 1) * (max_stages_ + 1))];
+      stage.end = cell.next < 0 ? layers_ : cell.next / per_layer;
+      stage.shape = cell.shape;
+      stage.recompute = static_cast<model::Recompute>(cell.recompute);
+      stage.time =
+          oracle_.stage_time(stage.cls, stage.shape, stage.first, stage.end, stage.recompute);
+      if (cell.next >= 0) {
+        const int next_cls =
+            order_[(cell.next % per_layer) / ((max_used_ + 1) * (max_stages_ + 1))];
+        stage.link_after = oracle_.link_time(stage.cls, stage.shape, next_cls, stage.end);
+      }
+      stages.push_back(stage);
+    }
     return stages;
   }
 
@@ -83,11 +121,10 @@ class Dp {
   }
 
   // Places a stage ending at layer `end` of class order[k] before the cell `from` (whose
-  // first stage is of class order[from_k] with `used` of its devices and `after` stages
-  // from it to the end); `used` is 0 when the new stage opens class order[k].
-  void place_stage(int from, int k, int used, int after, int end) {
+  // first stage is of class `next_cls`, with `after` stages from it to the end); `used`
+  // devices of order[k] are taken already (0 when the new stage opens the class).
+  void place_stage(int from, int next_cls, int k, int used, int after, int end) {
     const int cls = order_[k];
-    const int next_cls = from < 0 ? -1 : cells_[from].stage.cls;
     const int in_flight = std::min(after + 1, options_.micro_batches);
     const auto& shapes = oracle_.shapes(cls);
     for (int g = 0; g < static_cast<int>(shapes.size()); ++g) {
@@ -95,17 +132,15 @@ class Dp {
       if (used + size > oracle_.class_size(cls)) continue;
       const double link = from < 0 ? 0.0 : oracle_.link_time(cls, g, next_cls, end);
       if (link > bound_) continue;
+      // More layers need at least as much recomputation: the option only moves forward.
+      int option = 0;
       for (int first = end - 1; first >= 0; --first) {
-        model::Recompute recompute{};
-        bool fitting = false;
-        for (model::Recompute option : kRecomputeOptions) {
-          if (oracle_.fits(cls, g, first, end, option, in_flight)) {
-            recompute = option;
-            fitting = true;
-            break;
-          }
+        while (option < 3 &&
+               !oracle_.fits(cls, g, first, end, kRecomputeOptions[option], in_flight)) {
+          ++option;
         }
-        if (!fitting) break;  // more layers will not fit either
+        if (option == 3) break;  // more layers will not fit either
+        const model::Recompute recompute = kRecomputeOptions[option];
         const double time = oracle_.stage_time(cls, g, first, end, recompute);
         if (time > bound_) break;  // nor will they be faster
         Cell candidate;
@@ -120,7 +155,8 @@ class Dp {
           candidate.worst = std::max(rest.worst, step);
         }
         candidate.next = from;
-        candidate.stage = {cls, g, first, end, recompute, time, link};
+        candidate.shape = static_cast<int16_t>(g);
+        candidate.recompute = static_cast<int8_t>(recompute);
         Cell& target = cells_[index(first, k, used + size, after + 1)];
         if (better(candidate, &target)) target = candidate;
       }
@@ -136,6 +172,7 @@ class Dp {
   Mode mode_ = Mode::sum;
   double bound_ = kInfinity;
   std::vector<Cell> cells_;
+  std::vector<double> dominated_;
 };
 
 // Every order of every non-empty subset of classes.
@@ -170,30 +207,62 @@ std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOp
   std::vector<bool> used(oracle.num_classes(), false);
   orders(oracle.num_classes(), prefix, used, all_orders);
 
-  std::vector<Pipeline> result;
+  // Promising orders first, so the objective to beat drops early: by the combined speed
+  // of their classes (devices over the time one device takes for the whole model).
   const double m1 = options.micro_batches - 1;
+  std::vector<double> speed(oracle.num_classes(), 0.0);
+  for (int c = 0; c < oracle.num_classes(); ++c) {
+    const double whole = oracle.stage_time(c, 0, 0, oracle.num_layers(), model::Recompute::full);
+    speed[c] = oracle.class_size(c) / std::max(whole, 1e-30);
+  }
+  std::vector<double> order_speed;
   for (const auto& order : all_orders) {
-    Dp dp(oracle, order, options);
-    const int tightest = dp.run(Mode::bottleneck, kInfinity);
-    if (tightest < 0) continue;  // nothing fits in this order
+    double total = 0;
+    for (int c : order) total += speed[c];
+    order_speed.push_back(total);
+  }
+  std::vector<size_t> work(all_orders.size());
+  for (size_t o = 0; o < work.size(); ++o) work[o] = o;
+  std::stable_sort(work.begin(), work.end(),
+                   [&](size_t a, size_t b) { return order_speed[a] > order_speed[b]; });
+
+  std::vector<Pipeline> result;  // the best pipeline of each order searched, best first
+  // What an order must beat to matter: the keep-th best so far (or the caller's bound).
+  const auto to_beat = [&]() {
+    if (options.per_order || static_cast<int>(result.size()) < options.keep) {
+      return options.prune_above;
+    }
+    return std::min(options.prune_above, result[options.keep - 1].objective);
+  };
+  for (size_t index : work) {
+    // The order's tightest bottleneck: (m − 1)·floor bounds its objective from below, so
+    // only bottlenecks under to_beat / (m − 1) matter.
+    Dp dp(oracle, all_orders[index], options);
+    const double limit = to_beat();
+    const int tightest = dp.run(Mode::bottleneck, m1 > 0 ? limit / m1 : limit);
+    if (tightest < 0) continue;
     const double floor = dp.cell(tightest).value;
+    if (m1 * floor >= limit) continue;
     std::optional<Pipeline> best;
-    double bound = kInfinity;
+    // A bottleneck w costs at least (m − 1)·w: nothing above limit / (m − 1) can win.
+    double bound = m1 > 0 ? limit / m1 : kInfinity;
     while (bound >= floor) {
       const int at = dp.run(Mode::sum, bound);
       if (at < 0) break;
       const Cell& found = dp.cell(at);
       const double j = found.value + m1 * found.worst;
       if (!best || j < best->objective) {
-        best = Pipeline{order, dp.stages_from(at), found.value, found.worst, j};
+        best = Pipeline{all_orders[index], dp.stages_from(at), found.value, found.worst, j};
       }
-      // Tighter bounds give Σ ≥ found.value and a bottleneck ≥ floor.
-      if (found.value + m1 * floor >= best->objective) break;
+      // Tighter bounds give Σ ≥ found.value and a bottleneck ≥ the floor.
+      const double beat = std::min(best->objective, to_beat());
+      if (found.value + m1 * floor >= beat) break;
       bound = std::nextafter(found.worst, -kInfinity);
     }
-    if (best) result.push_back(*best);
+    if (best && best->objective < options.prune_above) {
+      result.insert(std::upper_bound(result.begin(), result.end(), *best), *best);
+    }
   }
-  std::stable_sort(result.begin(), result.end());
   return result;
 }
 

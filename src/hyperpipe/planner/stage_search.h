@@ -15,6 +15,7 @@
 // stops when no tighter bound can win.
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -45,10 +46,19 @@ struct Pipeline {
 struct SearchOptions {
   int micro_batches = 1;
   int max_stages = 32;
+  // How many class orders' best pipelines must be exact: orders that cannot beat the
+  // keep-th best found so far are pruned.
+  int keep = 1;
+  // Search every order to its best (for explanations), without pruning across orders.
+  bool per_order = false;
+  // Only pipelines below this objective are wanted (e.g. the best of another
+  // micro-batch size).
+  double prune_above = std::numeric_limits<double>::infinity();
 };
 
-// The best pipeline for each class order that has a feasible one, best first. Ties are
-// broken by the order of enumeration, so the result is deterministic.
+// The best pipeline of each class order that was not pruned, best first: the first
+// `keep` are the best `keep` orders' best pipelines exactly (all orders with per_order).
+// Deterministic: ties go to the order enumerated first.
 std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOptions& options);
 
 // J of a pipeline's stages (used by tests and baselines to score by the same function).

@@ -118,6 +118,7 @@ PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& pla
     const double rate = link.bandwidth * costs.options().link_efficiency;
     input.activations.push_back(
         {forward.bytes / rate, forward.seconds - forward.bytes / rate, link_id(from, to)});
+    result.activation_transfer.push_back(forward.seconds);
     input.gradients.push_back(
         {backward.bytes / rate, backward.seconds - backward.bytes / rate, link_id(to, from)});
   }

@@ -33,7 +33,8 @@ struct PlanSimulation {
   schedule::Schedule schedule;  // with communication
   std::vector<StageReport> stages;
   SimOutput output;
-  std::vector<double> memory_capacity;  // per rank: memory of its smallest device
+  std::vector<double> memory_capacity;      // per rank: memory of its smallest device
+  std::vector<double> activation_transfer;  // per cut s → s + 1: seconds, one micro-batch
   int devices = 0;
   double tokens_per_s = 0;
   double model_flops = 0;             // per iteration, without recomputation

@@ -1,0 +1,251 @@
+// `hyperpipe plan`: the fastest plan that fits, how it beats the baselines, and why.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/output_format.h"
+#include "hyperpipe/cli/simulation_report.h"
+#include "hyperpipe/cli/table.h"
+#include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/common/error.h"
+#include "hyperpipe/common/output_file.h"
+#include "hyperpipe/common/quantity.h"
+#include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/plan/plan_json.h"
+#include "hyperpipe/planner/planner.h"
+
+namespace hyperpipe::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kPlanningFormat = "hyperpipe.planning/1";
+
+struct PlanArgs {
+  std::string model = "gpt3-2.7b";
+  std::string cluster = "a100-v100-t4";
+  int64_t global_batch = 0;
+  int64_t seq_len = 0;
+  std::optional<int64_t> micro_batch;
+  std::optional<std::string> profiles;
+  std::optional<std::string> baseline;
+  std::optional<std::string> out;
+  int max_stages = 32;
+  bool explain = false;
+  OutputFormat format = OutputFormat::table;
+};
+
+double bubble_fraction(const planner::ScoredPlan& scored) {
+  const auto& out = scored.simulation.output;
+  double bubble = 0;
+  for (const auto& rank : out.ranks) bubble += rank.bubble;
+  return bubble / (out.iteration_time * static_cast<double>(out.ranks.size()));
+}
+
+json predicted(const planner::ScoredPlan& scored) {
+  const auto& sim = scored.simulation;
+  return {
+      {"iteration_time_s", sim.output.iteration_time},        {"tokens_per_s", sim.tokens_per_s},
+      {"achieved_flops_per_gpu", sim.achieved_flops_per_gpu}, {"mfu", sim.mfu},
+      {"bubble_fraction", bubble_fraction(scored)},           {"fits", scored.fits}};
+}
+
+json plan_document(const planner::ScoredPlan& scored) {
+  json doc = plan::to_json(scored.plan);
+  doc["predicted"] = predicted(scored);
+  return doc;
+}
+
+std::string schedule_text(const plan::Plan& plan) {
+  std::string text(schedule::to_string(plan.schedule));
+  if (!plan.warmup.empty()) text += fmt::format(" (warm-up {})", fmt::join(plan.warmup, ","));
+  return text;
+}
+
+void print_plan(const planner::ScoredPlan& scored, const std::string& model,
+                const std::string& cluster, int64_t seq, std::ostream& out) {
+  const auto& plan = scored.plan;
+  const auto& sim = scored.simulation;
+  out << fmt::format("Plan for {} on {}: global batch {} × {} tokens ({})\n\n", model, cluster,
+                     plan.global_batch(), seq, scored.label);
+  Table table({">Stage", "GPU", "Devices", "dp×tp", "Layers", "Recompute", ">Stage time", ">Memory",
+               ">Available"});
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const auto& stage = plan.stages[s];
+    const auto& report = sim.stages[s];
+    const auto& rank = sim.output.ranks[report.rank];
+    table.add_row(
+        {std::to_string(s), report.gpu_type, fmt::format("{}", fmt::join(stage.devices, ",")),
+         fmt::format("{}×{}", stage.dp, stage.tp),
+         fmt::format("{}-{}", stage.first_layer, stage.end_layer - 1),
+         std::string(model::to_string(stage.recompute)), format_duration(report.compute.total()),
+         format_bytes(rank.peak_memory_bytes), format_bytes(sim.memory_capacity[report.rank])});
+  }
+  table.print(out, "  ");
+  out << fmt::format(
+      "\n  {} micro-batches of {}; schedule {}\n  Predicted iteration {}: {} tokens/s, {} per "
+      "GPU over {} GPUs, MFU {:.1f}%, bubble {:.1f}%\n",
+      plan.micro_batches, plan.micro_batch_size, schedule_text(plan),
+      format_duration(sim.output.iteration_time), format_count(sim.tokens_per_s),
+      format_flop_rate(sim.achieved_flops_per_gpu), sim.devices, 100 * sim.mfu,
+      100 * bubble_fraction(scored));
+}
+
+void print_comparison(const planner::PlanResult& result, std::ostream& out) {
+  out << "\n  Against what frameworks do today (same simulator):\n";
+  Table table({"Baseline", ">Stages", ">Micro-batch", ">Iteration", ">Plan is", "Note"});
+  for (const auto& baseline : result.baselines) {
+    const double ratio = baseline.iteration_time() / result.best.iteration_time();
+    table.add_row({baseline.label, std::to_string(baseline.plan.stages.size()),
+                   std::to_string(baseline.plan.micro_batch_size),
+                   format_duration(baseline.iteration_time()), fmt::format("{:.2f}× faster", ratio),
+                   baseline.fits ? "" : "does not fit memory"});
+  }
+  table.print(out, "    ");
+}
+
+void print_explanation(const planner::PlanResult& result, std::ostream& out) {
+  out << fmt::format(
+      "\n  Best plan per stage order (search {}; estimate = the search's "
+      "objective, iteration = simulated):\n",
+      format_duration(result.search_seconds));
+  Table table({"Order", ">Stages", ">Micro-batch", ">Estimate", ">Iteration", "Schedule", ""});
+  for (const auto& scored : result.per_order) {
+    table.add_row({scored.label, std::to_string(scored.plan.stages.size()),
+                   std::to_string(scored.plan.micro_batch_size), format_duration(scored.estimate),
+                   format_duration(scored.iteration_time()), schedule_text(scored.plan),
+                   scored.fits ? "" : "does not fit"});
+  }
+  table.print(out, "    ");
+}
+
+void run_plan(const PlanArgs& args, std::ostream& out) {
+  if (args.global_batch <= 0) {
+    throw InputError("--global-batch", "", "expected a positive number of sequences");
+  }
+  const model::Model model = model::load_model(args.model);
+  const cluster::Cluster cluster = cluster::load_cluster(args.cluster);
+  std::optional<cost::ProfileDb> profiles;
+  if (args.profiles) profiles = cost::ProfileDb::load(*args.profiles);
+  const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
+  const int64_t seq = args.seq_len > 0 ? args.seq_len : model.config().seq_len;
+  if (model.config().flavour == model::Flavour::gpt && seq > model.config().seq_len) {
+    throw InputError(
+        "--seq", std::to_string(seq),
+        fmt::format("expected at most the model's {} learned positions", model.config().seq_len));
+  }
+  planner::PlanRequest request;
+  request.batch = {args.model, args.cluster, args.global_batch, args.seq_len, {}};
+  request.max_stages = args.max_stages;
+  request.every_order = args.explain;
+  if (args.micro_batch) {
+    if (args.global_batch % *args.micro_batch != 0) {
+      throw InputError("--micro-batch", std::to_string(*args.micro_batch),
+                       fmt::format("expected a divisor of the global batch {}", args.global_batch));
+    }
+    request.batch.micro_batch_sizes = {*args.micro_batch};
+  } else {
+    request.batch.micro_batch_sizes =
+        planner::micro_batch_candidates(args.global_batch, planner::kMaxMicroBatch);
+  }
+
+  planner::ScoredPlan chosen;
+  std::optional<planner::PlanResult> result;
+  if (args.baseline) {
+    auto baseline =
+        planner::best_baseline(costs, request.batch, *planner::parse_baseline(*args.baseline));
+    if (!baseline) {
+      throw InputError("--baseline " + *args.baseline, "--cluster " + args.cluster,
+                       "the devices cannot be cut into equal groups of one GPU type");
+    }
+    if (!baseline->fits) {
+      throw InputError(
+          "--baseline " + *args.baseline, "--cluster " + args.cluster,
+          planner::infeasibility_reason(costs, request) +
+              "; the baseline's best layout still needs " +
+              format_bytes(baseline->simulation.output.ranks.front().peak_memory_bytes));
+    }
+    chosen = std::move(*baseline);
+  } else {
+    result = planner::make_plan(costs, request);
+    chosen = result->best;
+  }
+  if (args.out) write_file_atomically(*args.out, plan_document(chosen).dump(2) + "\n");
+
+  if (args.format == OutputFormat::json) {
+    json doc{{"format", kPlanningFormat},
+             {"plan", plan_document(chosen)},
+             {"label", chosen.label},
+             {"report", simulation_report(chosen.plan, chosen.simulation, model.config().name,
+                                          cluster.name(), seq)}};
+    if (result) {
+      json baselines = json::array();
+      for (const auto& b : result->baselines) {
+        baselines.push_back({{"name", b.label}, {"plan", plan_document(b)}});
+      }
+      json orders = json::array();
+      for (const auto& o : result->per_order) {
+        orders.push_back(
+            {{"order", o.label}, {"estimate_s", o.estimate}, {"plan", plan_document(o)}});
+      }
+      doc["baselines"] = baselines;
+      doc["per_order"] = orders;
+      doc["search_seconds"] = result->search_seconds;
+    }
+    out << doc.dump(2) << '\n';
+    return;
+  }
+  print_plan(chosen, model.config().name, cluster.name(), seq, out);
+  if (result) {
+    print_comparison(*result, out);
+    if (args.explain) print_explanation(*result, out);
+  }
+  if (args.out)
+    out << "\nPlan written to " << *args.out << " (hyperpipe simulate --plan " << *args.out
+        << ")\n";
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, std::ostream& out) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* command = app.add_subcommand(
+      "plan", "Find the fastest pipeline plan that fits a model on a (mixed) cluster");
+  command
+      ->add_option("--model,-m", args->model,
+                   "Catalogue name, model .yaml, or Hugging Face config.json")
+      ->default_str("gpt3-2.7b");
+  command->add_option("--cluster,-c", args->cluster, "Cluster .yaml or built-in cluster name")
+      ->default_str("a100-v100-t4");
+  command->add_option("--global-batch,-B", args->global_batch, "Sequences per iteration")
+      ->required()
+      ->check(positive_integer());
+  command->add_option("--seq", args->seq_len, "Sequence length (default: the model's)")
+      ->check(positive_integer());
+  command
+      ->add_option("--micro-batch", args->micro_batch,
+                   "Fix the micro-batch size (default: search powers of two)")
+      ->check(positive_integer());
+  command->add_option("--max-stages", args->max_stages, "Most pipeline stages to consider")
+      ->check(positive_integer())
+      ->default_str("32");
+  command->add_option("--profiles", args->profiles, "Profile database to prefer over estimates");
+  command->add_option("--baseline", args->baseline, "Emit a baseline's plan instead")
+      ->check(CLI::IsMember(planner::baseline_names()));
+  command->add_option("--out,-o", args->out, "Write the plan (JSON) here");
+  command->add_flag("--explain", args->explain, "Also show the best plan of every stage order");
+  add_format_option(*command, args->format);
+  command->footer(
+      "Examples:\n"
+      "  hyperpipe plan --model gpt3-2.7b --cluster a100-v100-t4 --global-batch 64\n"
+      "  hyperpipe plan --model llama2-7b --cluster examples/clusters/h100-a100-islands.yaml "
+      "--global-batch 256 --explain\n"
+      "  hyperpipe plan --global-batch 64 --baseline uniform --out uniform.json");
+  command->callback([args, &out] { run_plan(*args, out); });
+}
+
+}  // namespace hyperpipe::cli

@@ -1,0 +1,50 @@
+// The search's cost questions answered from the cost model, for one micro-batch size:
+// per-layer times and memory are computed once per (class, shape, recomputation) and
+// summed with prefix sums, so every layer range costs O(1) for every bound and order.
+#pragma once
+
+#include <vector>
+
+#include "hyperpipe/cost/cost_model.h"
+#include "hyperpipe/planner/device_class.h"
+#include "hyperpipe/planner/stage_oracle.h"
+
+namespace hyperpipe::planner {
+
+class CostOracle : public StageOracle {
+ public:
+  CostOracle(const cost::CostModel& costs, const std::vector<DeviceClass>& classes,
+             int64_t micro_batch, int64_t seq_len);
+
+  int num_layers() const override { return layers_; }
+  int num_classes() const override { return static_cast<int>(classes_.size()); }
+  int class_size(int cls) const override { return classes_[cls].count(); }
+  const std::vector<Shape>& shapes(int cls) const override { return shapes_[cls]; }
+  double stage_time(int cls, int shape, int first, int end,
+                    model::Recompute recompute) const override;
+  bool fits(int cls, int shape, int first, int end, model::Recompute recompute,
+            int in_flight) const override;
+  double link_time(int cls, int shape, int next_cls, int end) const override;
+
+  // The representative device group of a shape (the class's first devices).
+  const cost::DeviceGroup& group(int cls, int shape) const { return tables_[cls][shape].group; }
+
+ private:
+  struct Table {
+    cost::DeviceGroup group;
+    // Prefix sums over layers, per recomputation option: time, static bytes, activations.
+    std::vector<double> time[3];
+    std::vector<double> activations[3];
+    std::vector<double> static_bytes;
+    double available = 0;  // device memory less the reserved part
+    // [next class][end]: transfer after layer end − 1.
+    std::vector<std::vector<double>> link;
+  };
+
+  int layers_;
+  std::vector<DeviceClass> classes_;
+  std::vector<std::vector<Shape>> shapes_;
+  std::vector<std::vector<Table>> tables_;
+};
+
+}  // namespace hyperpipe::planner

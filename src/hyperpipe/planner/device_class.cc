@@ -1,0 +1,75 @@
+#include "hyperpipe/planner/device_class.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <stdexcept>
+
+namespace hyperpipe::planner {
+
+std::vector<DeviceClass> device_classes(const cluster::Cluster& cluster) {
+  std::vector<DeviceClass> classes;
+  std::map<std::pair<std::string, int>, size_t> index;
+  for (int n = 0; n < static_cast<int>(cluster.nodes().size()); ++n) {
+    const auto& node = cluster.nodes()[n];
+    const std::string& type = cluster.gpu_type(node.gpu_type).name;
+    const auto key = std::pair{type, node.island};
+    auto it = index.find(key);
+    if (it == index.end()) {
+      DeviceClass cls;
+      cls.name = type + "@" + cluster.islands()[node.island].name;
+      cls.gpu_type = type;
+      cls.island = node.island;
+      cls.node_size = node.gpu_count;
+      it = index.emplace(key, classes.size()).first;
+      classes.push_back(cls);
+    }
+    DeviceClass& cls = classes[it->second];
+    cls.node_size = std::min(cls.node_size, node.gpu_count);
+    ++cls.nodes;
+    for (const auto& device : cluster.devices()) {
+      if (device.node == n) cls.devices.push_back(device.id);
+    }
+  }
+  return classes;
+}
+
+std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t heads, int64_t max_dp) {
+  std::vector<int> sizes;
+  for (int size = 1; size <= cls.node_size; ++size) {
+    if (cls.node_size % size == 0) sizes.push_back(size);
+  }
+  for (int size = 2 * cls.node_size; size <= cls.count(); size += cls.node_size) {
+    sizes.push_back(size);
+  }
+  std::vector<Shape> shapes;
+  for (int size : sizes) {
+    for (int tp = 1; tp <= std::min(size, cls.node_size); tp *= 2) {
+      if (size % tp != 0 || cls.node_size % tp != 0 || heads % tp != 0) continue;
+      if (size / tp > max_dp) continue;
+      shapes.push_back({size / tp, tp});
+    }
+  }
+  return shapes;
+}
+
+std::vector<std::vector<int>> assign_devices(const DeviceClass& cls,
+                                             const std::vector<int>& sizes) {
+  std::vector<size_t> by_size(sizes.size());
+  std::iota(by_size.begin(), by_size.end(), 0);
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+  std::vector<std::vector<int>> groups(sizes.size());
+  size_t next = 0;
+  for (size_t stage : by_size) {
+    if (next + sizes[stage] > cls.devices.size()) {
+      throw std::invalid_argument("stage groups do not fit class " + cls.name);
+    }
+    groups[stage].assign(cls.devices.begin() + static_cast<long>(next),
+                         cls.devices.begin() + static_cast<long>(next + sizes[stage]));
+    next += sizes[stage];
+  }
+  return groups;
+}
+
+}  // namespace hyperpipe::planner

@@ -1,0 +1,35 @@
+// Devices the planner treats as interchangeable: one GPU type inside one island.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hyperpipe/cluster/cluster.h"
+#include "hyperpipe/planner/stage_oracle.h"
+
+namespace hyperpipe::planner {
+
+struct DeviceClass {
+  std::string name;  // "A100-40GB@ampere"
+  std::string gpu_type;
+  int island = 0;
+  std::vector<int> devices;  // global ids, node by node
+  int node_size = 1;         // GPUs per node (the smallest node of the class)
+  int nodes = 0;
+  int count() const { return static_cast<int>(devices.size()); }
+};
+
+std::vector<DeviceClass> device_classes(const cluster::Cluster& cluster);
+
+// The device-group shapes a stage of this class may use: sizes that divide a node (so
+// tensor-parallel groups never straddle nodes) or whole nodes; tp a power of two within a
+// node that divides the attention heads; at most `max_dp` data-parallel ranks (each needs
+// at least one sequence of the micro-batch).
+std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t heads, int64_t max_dp);
+
+// Device ids for each stage (in pipeline order) of one class: groups are handed out
+// largest first, each aligned to its size, so no group of a node or less straddles two
+// nodes. `sizes` must fit the class.
+std::vector<std::vector<int>> assign_devices(const DeviceClass& cls, const std::vector<int>& sizes);
+
+}  // namespace hyperpipe::planner

@@ -1,0 +1,184 @@
+#include "hyperpipe/planner/planner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "hyperpipe/common/error.h"
+#include "hyperpipe/common/log.h"
+#include "hyperpipe/common/quantity.h"
+#include "hyperpipe/planner/cost_oracle.h"
+#include "hyperpipe/planner/stage_search.h"
+
+namespace hyperpipe::planner {
+namespace {
+
+struct Candidate {
+  Pipeline pipeline;
+  int64_t micro_batch = 1;
+};
+
+std::string order_label(const std::vector<DeviceClass>& classes, const std::vector<int>& order) {
+  std::string label;
+  for (int c : order) label += (label.empty() ? "" : " → ") + classes[c].name;
+  return label;
+}
+
+plan::Plan to_plan(const Candidate& candidate, const std::vector<DeviceClass>& classes,
+                   const std::vector<std::vector<Shape>>& shapes, const PlanRequest& request) {
+  plan::Plan plan;
+  plan.model = request.batch.model;
+  plan.cluster = request.batch.cluster;
+  plan.seq_len = request.batch.seq_len;
+  plan.micro_batch_size = candidate.micro_batch;
+  plan.micro_batches = static_cast<int>(request.batch.global_batch / candidate.micro_batch);
+  const auto& stages = candidate.pipeline.stages;
+  // Devices per class, stages of a class in pipeline order.
+  std::map<int, std::vector<size_t>> by_class;
+  for (size_t s = 0; s < stages.size(); ++s) by_class[stages[s].cls].push_back(s);
+  std::vector<std::vector<int>> devices(stages.size());
+  for (const auto& [cls, members] : by_class) {
+    std::vector<int> sizes;
+    for (size_t s : members) sizes.push_back(shapes[cls][stages[s].shape].size());
+    const auto groups = assign_devices(classes[cls], sizes);
+    for (size_t i = 0; i < members.size(); ++i) devices[members[i]] = groups[i];
+  }
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const Shape& shape = shapes[stages[s].cls][stages[s].shape];
+    plan.stages.push_back(
+        {stages[s].first, stages[s].end, devices[s], shape.dp, shape.tp, stages[s].recompute});
+  }
+  return plan;
+}
+
+}  // namespace
+
+PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
+  const auto classes = device_classes(costs.cluster());
+  const int64_t seq =
+      request.batch.seq_len > 0 ? request.batch.seq_len : costs.model().config().seq_len;
+  PlanResult result;
+
+  // 1. The search, for every micro-batch size; per-range costs are shared by all bounds
+  //    and orders through each size's oracle.
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Candidate> candidates;
+  std::map<int64_t, std::vector<std::vector<Shape>>> shapes;
+  for (int64_t b : request.batch.micro_batch_sizes) {
+    const CostOracle oracle(costs, classes, b, seq);
+    auto& class_shapes = shapes[b];
+    for (int c = 0; c < oracle.num_classes(); ++c) class_shapes.push_back(oracle.shapes(c));
+    SearchOptions options;
+    options.micro_batches = static_cast<int>(request.batch.global_batch / b);
+    options.max_stages = request.max_stages;
+    options.keep = kRescoredCandidates;
+    options.per_order = request.every_order;
+    if (!request.every_order && static_cast<int>(candidates.size()) >= kRescoredCandidates) {
+      // Only what could enter the best few of all micro-batch sizes so far.
+      std::vector<double> objectives;
+      for (const auto& c : candidates) objectives.push_back(c.pipeline.objective);
+      std::nth_element(objectives.begin(), objectives.begin() + kRescoredCandidates - 1,
+                       objectives.end());
+      options.prune_above = objectives[kRescoredCandidates - 1];
+    }
+    for (auto& pipeline : search_pipelines(oracle, options)) {
+      candidates.push_back({std::move(pipeline), b});
+    }
+  }
+  result.search_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return a.pipeline.objective < b.pipeline.objective;
+  });
+
+  // 2. Re-score the best few, and the best of every order, with the simulator.
+  std::map<std::vector<int>, bool> order_seen;
+  std::vector<ScoredPlan> searched;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const auto& candidate = candidates[i];
+    const bool first_of_order = !order_seen[candidate.pipeline.order];
+    order_seen[candidate.pipeline.order] = true;
+    if (static_cast<int>(i) >= kRescoredCandidates && !first_of_order) continue;
+    const plan::Plan plan = to_plan(candidate, classes, shapes[candidate.micro_batch], request);
+    ScoredPlan scored = best_schedule(costs, plan, order_label(classes, candidate.pipeline.order));
+    scored.estimate = candidate.pipeline.objective;
+    if (first_of_order) result.per_order.push_back(scored);
+    searched.push_back(std::move(scored));
+  }
+
+  // 3. The baselines, scored the same way.
+  for (const auto& name : baseline_names()) {
+    if (auto baseline = best_baseline(costs, request.batch, *parse_baseline(name))) {
+      result.baselines.push_back(std::move(*baseline));
+    }
+  }
+
+  // The fastest plan that fits, searched or not: the search's estimate is coarser than
+  // the simulator, which has the last word.
+  const ScoredPlan* best = nullptr;
+  for (const auto* pool : {&searched, &result.baselines}) {
+    for (const auto& scored : *pool) {
+      if (scored.fits && (!best || preferred(scored, *best))) best = &scored;
+    }
+  }
+  if (!best) {
+    throw InputError("--model " + request.batch.model, "--cluster " + request.batch.cluster,
+                     infeasibility_reason(costs, request));
+  }
+  result.best = *best;
+  log().debug("planner: {} candidates, search {:.3f} s", candidates.size(), result.search_seconds);
+  return result;
+}
+
+std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest& request) {
+  const auto& model = costs.model();
+  const auto& cluster = costs.cluster();
+  const auto classes = device_classes(cluster);
+  double largest_device = 0;
+  int widest_tp = 1;
+  for (const auto& cls : classes) {
+    largest_device = std::max(largest_device, cluster.device_memory(cls.devices.front()));
+    for (int tp = 1; tp <= cls.node_size; tp *= 2) {
+      if (cls.node_size % tp == 0 && model.config().heads % tp == 0) {
+        widest_tp = std::max(widest_tp, tp);
+      }
+    }
+  }
+  const auto group = cost::make_device_group(cluster, {classes.front().devices.front()}, 1, 1);
+  const auto whole = costs.stage_memory(0, model.num_layers(), group, 1, model.config().seq_len, 1,
+                                        model::Recompute::full);
+  const double static_bytes = whole.weights + whole.gradients + whole.optimizer;
+  double largest_layer = 0;
+  for (int l = 0; l < model.num_layers(); ++l) {
+    const auto one =
+        costs.stage_memory(l, l + 1, group, 1, model.config().seq_len, 1, model::Recompute::full);
+    largest_layer = std::max(largest_layer, one.weights + one.gradients + one.optimizer);
+  }
+  const int devices = static_cast<int>(cluster.devices().size());
+  double total_memory = 0;
+  for (int d = 0; d < devices; ++d) {
+    total_memory += cluster.device_memory(d) - costs.options().reserved_memory_bytes;
+  }
+  if (static_bytes > total_memory) {
+    return fmt::format(
+        "no plan fits: {} needs {} for weights, gradients and Adam state, more than the {} "
+        "that all {} GPUs of {} hold together ({} reserved on each)",
+        model.config().name, format_bytes(static_bytes), format_bytes(total_memory), devices,
+        cluster.name(), format_bytes(costs.options().reserved_memory_bytes));
+  }
+  const int stages = std::min(model.num_layers(), devices);
+  const double share = static_bytes / (static_cast<double>(stages) * widest_tp);
+  return fmt::format(
+      "no plan fits: {} needs {} for weights, gradients and Adam state; over at most {} stages "
+      "with tensor parallelism {} that is at least {} per GPU (its largest layer alone {} "
+      "over tp {}), plus {} reserved and the activations of the micro-batches in flight; the "
+      "largest device has {} (global batch {})",
+      model.config().name, format_bytes(static_bytes), stages, widest_tp, format_bytes(share),
+      format_bytes(largest_layer / widest_tp), widest_tp,
+      format_bytes(costs.options().reserved_memory_bytes), format_bytes(largest_device),
+      request.batch.global_batch);
+}
+
+}  // namespace hyperpipe::planner

@@ -1,0 +1,35 @@
+// A plan together with its simulation: how the planner compares candidates, searched or
+// baseline, by one yardstick.
+#pragma once
+
+#include <string>
+
+#include "hyperpipe/cost/cost_model.h"
+#include "hyperpipe/plan/plan.h"
+#include "hyperpipe/sim/plan_simulation.h"
+
+namespace hyperpipe::planner {
+
+struct ScoredPlan {
+  std::string label;  // "searched", "uniform", "A100-40GB@ampere → V100-16GB@legacy", …
+  plan::Plan plan;
+  sim::PlanSimulation simulation;
+  double estimate = 0;  // the search's objective (searched plans only)
+  bool fits = false;    // every device group within its memory
+
+  double iteration_time() const { return simulation.output.iteration_time; }
+};
+
+ScoredPlan score_plan(const cost::CostModel& costs, plan::Plan plan, std::string label);
+
+// The plan under each schedule that keeps its layout (1F1B, the heterogeneity-aware 1F1B
+// with link-aware warm-up depths within memory, ZB-H1); the fastest that fits, or the
+// 1F1B one if none fits.
+ScoredPlan best_schedule(const cost::CostModel& costs, const plan::Plan& plan,
+                         const std::string& label);
+
+// True when `a` should be preferred: it fits and `b` does not, or both fit (or neither)
+// and `a` is faster.
+bool preferred(const ScoredPlan& a, const ScoredPlan& b);
+
+}  // namespace hyperpipe::planner

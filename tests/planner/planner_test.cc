@@ -1,0 +1,117 @@
+#include "hyperpipe/planner/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/common/error.h"
+#include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/plan/plan_checks.h"
+
+namespace hyperpipe::planner {
+namespace {
+
+PlanRequest request(const std::string& model, const std::string& cluster, int64_t batch) {
+  PlanRequest r;
+  r.batch = {model, cluster, batch, 0, micro_batch_candidates(batch, kMaxMicroBatch)};
+  return r;
+}
+
+TEST(Planner, MixedClusterPlanFitsAndBeatsEveryBaseline) {
+  const auto model = model::load_model("gpt3-2.7b");
+  const auto cluster = cluster::load_cluster("a100-v100-t4");
+  const cost::CostModel costs(model, cluster);
+  const PlanResult result = make_plan(costs, request("gpt3-2.7b", "a100-v100-t4", 64));
+  EXPECT_TRUE(result.best.fits);
+  plan::check_plan(result.best.plan, model, cluster, "planned");  // a valid plan document
+  ASSERT_EQ(result.baselines.size(), 3u);
+  for (const auto& baseline : result.baselines) {
+    if (baseline.fits) {
+      EXPECT_LE(result.best.iteration_time(), baseline.iteration_time()) << baseline.label;
+    }
+  }
+  // Faster GPU types get more layers per GPU: A100 > V100 > T4.
+  std::map<std::string, double> layers_per_gpu;
+  std::map<std::string, int> gpus;
+  for (size_t s = 0; s < result.best.plan.stages.size(); ++s) {
+    const auto& stage = result.best.plan.stages[s];
+    const std::string type = result.best.simulation.stages[s].gpu_type;
+    layers_per_gpu[type] += stage.end_layer - stage.first_layer;
+    gpus[type] += static_cast<int>(stage.devices.size());
+  }
+  for (auto& [type, layers] : layers_per_gpu) layers /= gpus[type];
+  ASSERT_TRUE(layers_per_gpu.count("A100-40GB") && layers_per_gpu.count("V100-16GB"));
+  EXPECT_GT(layers_per_gpu["A100-40GB"], layers_per_gpu["V100-16GB"]);
+  // The search is deterministic.
+  const PlanResult again = make_plan(costs, request("gpt3-2.7b", "a100-v100-t4", 64));
+  EXPECT_EQ(again.best.plan.stages.size(), result.best.plan.stages.size());
+  EXPECT_DOUBLE_EQ(again.best.iteration_time(), result.best.iteration_time());
+}
+
+TEST(Planner, ModelThatBarelyFitsUsesRecomputationOrMoreStages) {
+  // 6.7B parameters need ~100 GiB of weights, gradients and Adam state: no single GPU
+  // here holds it, so the plan must cut it into stages and recompute where memory is short.
+  const auto model = model::load_model("gpt3-6.7b");
+  const auto cluster = cluster::load_cluster("a100-v100-t4");
+  const cost::CostModel costs(model, cluster);
+  const PlanResult result = make_plan(costs, request("gpt3-6.7b", "a100-v100-t4", 32));
+  EXPECT_TRUE(result.best.fits);
+  int recomputing = 0;
+  for (const auto& stage : result.best.plan.stages) {
+    recomputing += stage.recompute != model::Recompute::none;
+  }
+  EXPECT_TRUE(result.best.plan.stages.size() >= 3 || recomputing > 0);
+}
+
+TEST(Planner, ImpossibleModelSaysWhyInNumbers) {
+  const auto model = model::load_model("gpt3-175b");
+  const auto cluster = cluster::load_cluster("a100-v100-t4");
+  const cost::CostModel costs(model, cluster);
+  try {
+    make_plan(costs, request("gpt3-175b", "a100-v100-t4", 16));
+    FAIL() << "expected no plan";
+  } catch (const InputError& error) {
+    const std::string message = error.what();
+    // 175.2 B parameters stored (the head keeps its copy of the tied embedding) × 16 bytes,
+    // against 4 × 39 + 12 × 15 GiB.
+    EXPECT_NE(message.find("gpt3-175b needs 2.55 TiB for weights, gradients and Adam state, "
+                           "more than the 336 GiB that all 16 GPUs of a100-v100-t4 hold"),
+              std::string::npos)
+        << message;
+  }
+}
+
+TEST(Planner, EveryOrderWhenAskedToExplain) {
+  const auto model = model::load_model("gpt3-1.3b");
+  const auto cluster = cluster::load_cluster("a100-v100-t4");
+  const cost::CostModel costs(model, cluster);
+  PlanRequest r = request("gpt3-1.3b", "a100-v100-t4", 32);
+  r.every_order = true;
+  const PlanResult result = make_plan(costs, r);
+  // 3 classes: 3 + 6 + 6 = 15 orders, each with a feasible plan for this small model.
+  EXPECT_EQ(result.per_order.size(), 15u);
+  for (const auto& scored : result.per_order) {
+    EXPECT_LE(result.best.iteration_time(), scored.iteration_time() + 1e-12);
+  }
+}
+
+TEST(Baselines, UniformCutsTypePureGroupsAndEqualBlocks) {
+  const auto model = model::load_model("gpt3-2.7b");
+  const auto cluster = cluster::load_cluster("a100-v100-t4");
+  const cost::CostModel costs(model, cluster);
+  const auto uniform =
+      best_baseline(costs, request("gpt3-2.7b", "a100-v100-t4", 64).batch, Baseline::uniform);
+  ASSERT_TRUE(uniform.has_value());
+  const auto& stages = uniform->plan.stages;
+  const int blocks = 32 / static_cast<int>(stages.size());
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const int extra = (s == 0) + (s + 1 == stages.size());
+    EXPECT_EQ(stages[s].end_layer - stages[s].first_layer, blocks + extra);
+    EXPECT_EQ(stages[s].tp, 1);
+  }
+  plan::check_plan(uniform->plan, model, cluster, "uniform");
+}
+
+}  // namespace
+}  // namespace hyperpipe::planner
