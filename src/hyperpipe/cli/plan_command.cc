@@ -78,12 +78,12 @@ void print_plan(const planner::ScoredPlan& scored, const std::string& model,
     const auto& stage = plan.stages[s];
     const auto& report = sim.stages[s];
     const auto& rank = sim.output.ranks[report.rank];
-    table.add_row(
-        {std::to_string(s), report.gpu_type, fmt::format("{}", fmt::join(stage.devices, ",")),
-         fmt::format("{}×{}", stage.dp, stage.tp),
-         fmt::format("{}-{}", stage.first_layer, stage.end_layer - 1),
-         std::string(model::to_string(stage.recompute)), format_duration(report.compute.total()),
-         format_bytes(rank.peak_memory_bytes), format_bytes(sim.memory_capacity[report.rank])});
+    table.add_row({std::to_string(s), report.gpu_type, plan::format_devices(stage.devices),
+                   fmt::format("{}×{}", stage.dp, stage.tp),
+                   fmt::format("{}-{}", stage.first_layer, stage.end_layer - 1),
+                   std::string(model::to_string(stage.recompute)),
+                   format_duration(report.compute.total()), format_bytes(rank.peak_memory_bytes),
+                   format_bytes(sim.memory_capacity[report.rank])});
   }
   table.print(out, "  ");
   out << fmt::format(

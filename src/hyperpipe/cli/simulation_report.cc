@@ -78,7 +78,7 @@ void print_simulation_tables(const json& report, std::ostream& out) {
     const auto& devices = stage["devices"];
     stages.add_row(
         {std::to_string(stage["stage"].get<int>()), stage["gpu_type"],
-         fmt::format("{}", fmt::join(devices.get<std::vector<int>>(), ",")),
+         plan::format_devices(devices.get<std::vector<int>>()),
          fmt::format("{}×{}", stage["dp"].get<int>(), stage["tp"].get<int>()),
          fmt::format("{}-{}", stage["layers"][0].get<int>(), stage["layers"][1].get<int>() - 1),
          format_duration(stage["forward_s"].get<double>()),

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 
@@ -127,6 +128,20 @@ Plan read_plan(const YamlField& root) {
 
 Plan load_plan(const std::string& path) {
   return read_plan(YamlField::load_file(path));
+}
+
+std::string format_devices(const std::vector<int>& devices) {
+  std::vector<int> sorted = devices;
+  std::sort(sorted.begin(), sorted.end());
+  std::string text;
+  for (size_t i = 0; i < sorted.size();) {
+    size_t j = i;
+    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
+    if (!text.empty()) text += ",";
+    text += j == i ? std::to_string(sorted[i]) : fmt::format("{}-{}", sorted[i], sorted[j]);
+    i = j + 1;
+  }
+  return text;
 }
 
 std::string resolve_reference(const std::string& plan_path, const std::string& reference) {

@@ -47,6 +47,9 @@ struct Plan {
 Plan read_plan(const YamlField& root);
 Plan load_plan(const std::string& path);
 
+// Device ids as compact text: "0-3,8,12-15".
+std::string format_devices(const std::vector<int>& devices);
+
 // The plan's model or cluster reference as a path relative to the plan file when such a
 // file exists there; otherwise unchanged (a catalogue or built-in name, or a path from
 // the current directory).

@@ -26,20 +26,6 @@ cluster::Link slowest_pair_link(const cluster::Cluster& cluster, const cost::Dev
   return slowest;
 }
 
-std::string device_list(const std::vector<int>& devices) {
-  std::vector<int> sorted = devices;
-  std::sort(sorted.begin(), sorted.end());
-  std::string text;
-  for (size_t i = 0; i < sorted.size();) {
-    size_t j = i;
-    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
-    if (!text.empty()) text += ",";
-    text += j == i ? std::to_string(sorted[i]) : fmt::format("{}-{}", sorted[i], sorted[j]);
-    i = j + 1;
-  }
-  return text;
-}
-
 }  // namespace
 
 std::string track_name(const PlanSimulation& simulation, int rank) {
@@ -50,7 +36,7 @@ std::string track_name(const PlanSimulation& simulation, int rank) {
   }
   const StageReport& stage = simulation.stages[rank];
   return fmt::format("stage {}: {} ×{} [{}]", stages, stage.gpu_type, stage.devices.size(),
-                     device_list(stage.devices));
+                     plan::format_devices(stage.devices));
 }
 
 PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& plan,

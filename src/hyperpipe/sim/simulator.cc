@@ -214,8 +214,9 @@ class Engine {
       out_.iteration_time = std::max(out_.iteration_time, stats.end);
     }
     for (auto& stats : out_.ranks) {
-      stats.bubble =
-          out_.iteration_time - stats.busy - stats.comm_wait - stats.allreduce - stats.optimizer;
+      // What is left is idle time; summing the parts can leave a rounding residue below 0.
+      stats.bubble = std::max(0.0, out_.iteration_time - stats.busy - stats.comm_wait -
+                                       stats.allreduce - stats.optimizer);
     }
   }
 
