@@ -96,6 +96,32 @@ TEST(Planner, EveryOrderWhenAskedToExplain) {
   }
 }
 
+TEST(Interleave, EachGroupKeepsItsLayersInChunks) {
+  plan::Plan plan;
+  plan.model = "gpt2";
+  plan.cluster = "a100x8";
+  plan.micro_batch_size = 2;
+  plan.micro_batches = 8;
+  plan.stages = {{0, 9, {0}, 1, 1, model::Recompute::none},
+                 {9, 14, {1, 2}, 2, 1, model::Recompute::full}};
+  const auto interleaved = interleave(plan, 2);
+  ASSERT_TRUE(interleaved.has_value());
+  EXPECT_EQ(interleaved->chunks, 2);
+  EXPECT_EQ(interleaved->schedule, schedule::ScheduleKind::interleaved);
+  ASSERT_EQ(interleaved->stages.size(), 4u);
+  // Group 0 holds 9 layers as 5 + 4, group 1 its 5 as 3 + 2, in pipeline order
+  // g0c0 g1c0 g0c1 g1c1.
+  const std::vector<std::pair<int, int>> ranges{{0, 5}, {5, 8}, {8, 12}, {12, 14}};
+  for (size_t s = 0; s < 4; ++s) {
+    EXPECT_EQ(interleaved->stages[s].first_layer, ranges[s].first);
+    EXPECT_EQ(interleaved->stages[s].end_layer, ranges[s].second);
+    EXPECT_EQ(interleaved->stages[s].devices, plan.stages[s % 2].devices);
+  }
+  const auto model = model::load_model("gpt2");
+  plan::check_plan(*interleaved, model, cluster::load_cluster("a100x8"), "interleaved");
+  EXPECT_FALSE(interleave(plan, 6).has_value());  // group 1 has only 5 layers
+}
+
 TEST(Baselines, UniformCutsTypePureGroupsAndEqualBlocks) {
   const auto model = model::load_model("gpt3-2.7b");
   const auto cluster = cluster::load_cluster("a100-v100-t4");

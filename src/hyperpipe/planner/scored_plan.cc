@@ -25,6 +25,34 @@ bool preferred(const ScoredPlan& a, const ScoredPlan& b) {
   return a.iteration_time() < b.iteration_time();
 }
 
+std::optional<plan::Plan> interleave(const plan::Plan& plan, int chunks) {
+  const int groups = static_cast<int>(plan.stages.size());
+  if (plan.chunks != 1 || chunks < 2 || groups < 2) return std::nullopt;
+  // Layers of chunk c of group r: the group's layers split as evenly as possible.
+  std::vector<std::vector<int>> sizes(groups);
+  for (int r = 0; r < groups; ++r) {
+    const int layers = plan.stages[r].end_layer - plan.stages[r].first_layer;
+    if (layers < chunks) return std::nullopt;
+    for (int c = 0; c < chunks; ++c) sizes[r].push_back(layers / chunks + (c < layers % chunks));
+  }
+  plan::Plan result = plan;
+  result.schedule = schedule::ScheduleKind::interleaved;
+  result.chunks = chunks;
+  result.warmup.clear();
+  result.stages.clear();
+  int first = 0;
+  for (int c = 0; c < chunks; ++c) {
+    for (int r = 0; r < groups; ++r) {
+      plan::StagePlan stage = plan.stages[r];
+      stage.first_layer = first;
+      stage.end_layer = first + sizes[r][c];
+      first = stage.end_layer;
+      result.stages.push_back(stage);
+    }
+  }
+  return result;
+}
+
 ScoredPlan best_schedule(const cost::CostModel& costs, const plan::Plan& plan,
                          const std::string& label) {
   plan::Plan variant = plan;
@@ -61,6 +89,12 @@ ScoredPlan best_schedule(const cost::CostModel& costs, const plan::Plan& plan,
   variant.warmup.clear();
   ScoredPlan zero_bubble = score_plan(costs, variant, label);
   if (preferred(zero_bubble, best)) best = std::move(zero_bubble);
+  for (int chunks : kInterleaveChunks) {
+    if (auto interleaved = interleave(plan, chunks)) {
+      ScoredPlan scored = score_plan(costs, *interleaved, label);
+      if (preferred(scored, best)) best = std::move(scored);
+    }
+  }
   return best;
 }
 

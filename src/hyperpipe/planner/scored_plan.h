@@ -2,6 +2,7 @@
 // baseline, by one yardstick.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "hyperpipe/cost/cost_model.h"
@@ -9,6 +10,15 @@
 #include "hyperpipe/sim/plan_simulation.h"
 
 namespace hyperpipe::planner {
+
+// Model chunks per device group tried for the interleaved schedule: Narayanan et al.
+// (SC'21) find two or four chunks best; more multiply the point-to-point traffic.
+inline constexpr int kInterleaveChunks[] = {2, 4};
+
+// The same device groups, each holding its layers as `chunks` chunks: stage c·S + r of the
+// result is chunk c of group r, so every group keeps as many layers as before. nullopt when
+// a group has fewer layers than chunks.
+std::optional<plan::Plan> interleave(const plan::Plan& plan, int chunks);
 
 struct ScoredPlan {
   std::string label;  // "searched", "uniform", "A100-40GB@ampere → V100-16GB@legacy", …
@@ -22,9 +32,10 @@ struct ScoredPlan {
 
 ScoredPlan score_plan(const cost::CostModel& costs, plan::Plan plan, std::string label);
 
-// The plan under each schedule that keeps its layout (1F1B, the heterogeneity-aware 1F1B
-// with link-aware warm-up depths within memory, ZB-H1); the fastest that fits, or the
-// 1F1B one if none fits.
+// The plan under each schedule that keeps each device group's layers (1F1B, the
+// heterogeneity-aware 1F1B with link-aware warm-up depths within memory, ZB-H1, and
+// interleaved 1F1B with each group's layers cut into kInterleaveChunks chunks); the
+// fastest that fits, or the 1F1B one if none fits.
 ScoredPlan best_schedule(const cost::CostModel& costs, const plan::Plan& plan,
                          const std::string& label);
 
