@@ -20,6 +20,7 @@ struct Cell {
   int next = -1;             // cell of the stage after this one (-1: this is the last)
   int16_t shape = 0;         // of the first stage
   int8_t recompute = 0;      // of the first stage
+  uint32_t run = 0;          // the run that wrote it; older cells count as empty
 };
 
 enum class Mode { sum, bottleneck };
@@ -43,7 +44,7 @@ class Dp {
   // Runs the DP with every τ and λ at most `bound`; returns the index of the best cell
   // covering the whole chain, or -1.
   int run(Mode mode, double bound) {
-    std::fill(cells_.begin(), cells_.end(), Cell{});
+    ++run_;  // every cell written by an earlier run is now empty, without touching it
     mode_ = mode;
     bound_ = bound;
     const int last = static_cast<int>(order_.size()) - 1;
@@ -61,7 +62,7 @@ class Dp {
         for (int u = 1; u <= oracle_.class_size(cls); ++u) {
           for (int j = 1; j <= max_stages_; ++j) {
             const int from = index(e, k, u, j);
-            const double value = cells_[from].value;
+            const double value = value_of(from);
             const double below = std::min(at(u - 1, j), at(u, j - 1));
             at(u, j) = std::min(below, value);
             if (value == kInfinity || value >= below || j == max_stages_) continue;
@@ -75,6 +76,7 @@ class Dp {
     for (int u = 1; u <= oracle_.class_size(order_[0]); ++u) {
       for (int j = 1; j <= max_stages_; ++j) {
         const int at = index(0, 0, u, j);
+        if (value_of(at) == kInfinity) continue;
         if (better(cells_[at], best < 0 ? nullptr : &cells_[best])) best = at;
       }
     }
@@ -82,6 +84,7 @@ class Dp {
   }
 
   const Cell& cell(int at) const { return cells_[at]; }
+  double value_of(int at) const { return cells_[at].run == run_ ? cells_[at].value : kInfinity; }
 
   std::vector<StageChoice> stages_from(int at) const {
     std::vector<StageChoice> stages;
@@ -157,8 +160,12 @@ class Dp {
         candidate.next = from;
         candidate.shape = static_cast<int16_t>(g);
         candidate.recompute = static_cast<int8_t>(recompute);
-        Cell& target = cells_[index(first, k, used + size, after + 1)];
-        if (better(candidate, &target)) target = candidate;
+        const int to = index(first, k, used + size, after + 1);
+        Cell& target = cells_[to];
+        if (better(candidate, value_of(to) == kInfinity ? nullptr : &target)) {
+          target = candidate;
+          target.run = run_;
+        }
       }
     }
   }
@@ -171,6 +178,7 @@ class Dp {
   int max_stages_ = 0;
   Mode mode_ = Mode::sum;
   double bound_ = kInfinity;
+  uint32_t run_ = 0;
   std::vector<Cell> cells_;
   std::vector<double> dominated_;
 };
