@@ -89,6 +89,7 @@ TEST(Cli, DescribeJsonCarriesTotalsAndPerTypeCosts) {
   EXPECT_EQ(report["total_params"].get<int64_t>(), 6'738'415'616);
   EXPECT_EQ(report["model"]["layers"].size(), 34u);
   EXPECT_EQ(report["cluster"]["devices"].get<int>(), 32);
+  EXPECT_EQ(report["cluster"]["nodes"][1]["devices"][0].get<int>(), 8);  // ids used by plans
   ASSERT_EQ(report["cost"].size(), 2u);
   // An H100 is faster than an A100 on every layer.
   const auto& h100 = report["cost"][0];

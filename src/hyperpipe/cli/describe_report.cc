@@ -9,6 +9,7 @@
 #include "hyperpipe/cli/table.h"
 #include "hyperpipe/cluster/gpu_catalogue.h"
 #include "hyperpipe/common/quantity.h"
+#include "hyperpipe/plan/plan.h"
 
 namespace hyperpipe::cli {
 namespace {
@@ -57,10 +58,16 @@ json link_json(const cluster::Link& link) {
 
 json cluster_json(const cluster::Cluster& cluster) {
   json nodes = json::array();
-  for (const auto& node : cluster.nodes()) {
+  for (int n = 0; n < static_cast<int>(cluster.nodes().size()); ++n) {
+    const auto& node = cluster.nodes()[n];
+    std::vector<int> devices;  // the ids plans use for this node's GPUs
+    for (const auto& device : cluster.devices()) {
+      if (device.node == n) devices.push_back(device.id);
+    }
     nodes.push_back({{"name", node.name},
                      {"gpu_type", node.gpu_type},
                      {"count", node.gpu_count},
+                     {"devices", devices},
                      {"memory_bytes", node.memory_bytes},
                      {"island", cluster.islands()[node.island].name}});
   }
@@ -263,9 +270,10 @@ void print_describe_tables(const json& report, std::ostream& out) {
   out << fmt::format("\nCluster {}: {} GPUs in {} nodes, {} island(s)\n",
                      c["name"].get<std::string>(), c["devices"].get<int>(), c["nodes"].size(),
                      c["islands"].size());
-  Table nodes({"Node", "GPU", ">Count", ">Memory", "Island"});
+  Table nodes({"Node", "GPU", ">Count", "Device ids", ">Memory", "Island"});
   for (const auto& node : c["nodes"]) {
     nodes.add_row({node["name"], node["gpu_type"], std::to_string(node["count"].get<int>()),
+                   plan::format_devices(node["devices"].get<std::vector<int>>()),
                    format_bytes(node["memory_bytes"].get<double>()), node["island"]});
   }
   nodes.print(out, "  ");
