@@ -194,6 +194,18 @@ TEST(Cli, PlanPrintsThePlanAndBaselinesAndWritesAPlanSimulateAccepts) {
               plan["predicted"]["iteration_time_s"].get<double>(), 1e-9);
 }
 
+TEST(Cli, PlanFileFindsItsClusterFileFromAnotherDirectory) {
+  const std::string out = hyperpipe::testing::temp_path("relative-plan.json");
+  const Result r = run("plan --model gpt2 --cluster " + kExamples +
+                       "/clusters/a100-v100-t4.yaml --global-batch 8 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto plan = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(plan["cluster"].get<std::string>().rfind("..", 0), 0u);  // relative to the plan
+  EXPECT_EQ(plan["model"], "gpt2");                                  // a catalogue name stays
+  const Result simulated = run("simulate --plan " + out);
+  EXPECT_EQ(simulated.exit_code, 0) << simulated.err;
+}
+
 TEST(Cli, PlanJsonAndExplain) {
   const Result r = run("plan --model gpt3-1.3b --global-batch 32 --explain --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -139,7 +140,15 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
         fmt::format("expected at most the model's {} learned positions", model.config().seq_len));
   }
   planner::PlanRequest request;
-  request.batch = {args.model, args.cluster, args.global_batch, args.seq_len, {}};
+  // A plan names its model and cluster; file references are written relative to where the
+  // plan goes, so `simulate --plan` finds them from anywhere.
+  const auto reference = [&](const std::string& name_or_path) {
+    if (!args.out || !std::filesystem::is_regular_file(name_or_path)) return name_or_path;
+    const auto base = std::filesystem::absolute(*args.out).parent_path();
+    return std::filesystem::relative(std::filesystem::absolute(name_or_path), base).string();
+  };
+  request.batch = {
+      reference(args.model), reference(args.cluster), args.global_batch, args.seq_len, {}};
   request.max_stages = args.max_stages;
   request.every_order = args.explain;
   if (args.micro_batch) {
