@@ -200,10 +200,12 @@ TEST(Cli, PlanFileFindsItsClusterFileFromAnotherDirectory) {
                        "/clusters/a100-v100-t4.yaml --global-batch 8 --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto plan = nlohmann::json::parse(slurp(out));
-  EXPECT_EQ(plan["cluster"].get<std::string>().rfind("..", 0), 0u);  // relative to the plan
-  EXPECT_EQ(plan["model"], "gpt2");                                  // a catalogue name stays
-  const Result simulated = run("simulate --plan " + out);
-  EXPECT_EQ(simulated.exit_code, 0) << simulated.err;
+  EXPECT_NE(plan["cluster"].get<std::string>().front(), '/');  // relative to the plan
+  EXPECT_EQ(plan["model"], "gpt2");                            // a catalogue name stays
+  // Simulate it from another working directory.
+  const std::string command =
+      "cd / && " + std::string(HYPERPIPE_BINARY) + " simulate --plan " + out + " >/dev/null 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0);
 }
 
 TEST(Cli, PlanJsonAndExplain) {
