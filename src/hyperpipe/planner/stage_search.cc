@@ -242,7 +242,36 @@ std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOp
     }
     return std::min(options.prune_above, result[options.keep - 1].objective);
   };
+  // Device-time per micro-batch of each layer at its cheapest on each class (time × GPUs
+  // of the best shape). An order's objective is at least m·max τ ≥ m × (the device-time of
+  // all layers at their cheapest among its classes) ÷ (its devices), since the slowest
+  // stage is at least as slow as the device-weighted average.
+  const int layers = oracle.num_layers();
+  std::vector<std::vector<double>> device_time(oracle.num_classes(),
+                                               std::vector<double>(layers, kInfinity));
+  for (int c = 0; c < oracle.num_classes(); ++c) {
+    for (int g = 0; g < static_cast<int>(oracle.shapes(c).size()); ++g) {
+      const double size = oracle.shapes(c)[g].size();
+      for (int l = 0; l < layers; ++l) {
+        device_time[c][l] = std::min(
+            device_time[c][l], oracle.stage_time(c, g, l, l + 1, model::Recompute::none) * size);
+      }
+    }
+  }
+  const auto lower_bound = [&](const std::vector<int>& order) {
+    double work = 0;
+    double devices = 0;
+    for (int l = 0; l < layers; ++l) {
+      double cheapest = kInfinity;
+      for (int c : order) cheapest = std::min(cheapest, device_time[c][l]);
+      work += cheapest;
+    }
+    for (int c : order) devices += oracle.class_size(c);
+    return options.micro_batches * work / devices;
+  };
+
   for (size_t index : work) {
+    if (lower_bound(all_orders[index]) >= to_beat()) continue;
     // The order's tightest bottleneck: (m − 1)·floor bounds its objective from below, so
     // only bottlenecks under to_beat / (m − 1) matter.
     Dp dp(oracle, all_orders[index], options);
