@@ -53,6 +53,18 @@ TEST(LayerActivations, FlashAttentionDropsTheScoreMatrix) {
   EXPECT_EQ(plain - fused, s * (5 * a * s) - s * 4 * a);  // scores out, log-sum-exp in
 }
 
+TEST(LayerActivations, WeightGradientKeepsTheProductInputs) {
+  // GPT block in fp16: inputs of QKV (h), output projection (h), fc1 (h) and fc2 (4h),
+  // 2 bytes each: 14·s·b·h of the 34·s·b·h + scores the block keeps.
+  const auto config = *find_catalogue_model("gpt3-2.7b");
+  const Layer block(LayerKind::decoder_block, 1, config);
+  const int64_t s = 2048, b = 2, h = config.hidden;
+  EXPECT_EQ(block.weight_gradient_bytes({b, s, 1, false}), 14 * s * b * h);
+  // Tensor parallelism splits the split inputs; sequence parallelism the rest too.
+  EXPECT_EQ(block.weight_gradient_bytes({b, s, 4, false}), s * b * 2 * (2 * h + 5 * h / 4));
+  EXPECT_EQ(block.weight_gradient_bytes({b, s, 4, true}), 14 * s * b * h / 4);
+}
+
 TEST(LayerFlops, BlockMatchesNarayananPerLayerForward) {
   // SC'21 eq. (3): a GPT layer's forward is 24·B·s·h²·(1 + s/(6h)) FLOPs.
   const auto config = *find_catalogue_model("gpt3-13b");

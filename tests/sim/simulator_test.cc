@@ -276,6 +276,21 @@ TEST(Simulator, MemoryFollowsTheMicroBatchesInFlight) {
   }
 }
 
+TEST(Simulator, ZeroBubbleKeepsWeightGradientInputsUntilW) {
+  // Rank r of ZB-H1 runs each W r backwards late, holding W's inputs (40 of the 100 bytes
+  // a micro-batch keeps) meanwhile: rank 3 peaks at one micro-batch plus 3 deferred Ws.
+  const int S = 4, m = 8;
+  std::vector<StageCost> costs(S, stage(1, 2));
+  for (auto& c : costs) {
+    c.activation_bytes = 100;
+    c.weight_gradient_bytes = 40;
+  }
+  const SimOutput out = simulate(make_input(schedule::zb_h1(S, m), costs));
+  EXPECT_DOUBLE_EQ(out.ranks[0].peak_activation_bytes, 4 * 100.0);
+  EXPECT_DOUBLE_EQ(out.ranks[3].peak_activation_bytes, 100.0 + 3 * 40.0);
+  for (const auto& track : out.timeline.tracks) EXPECT_DOUBLE_EQ(track.memory.back().bytes, 0);
+}
+
 TEST(Simulator, RejectsMismatchedInput) {
   SimInput input = make_input(schedule::gpipe(3, 2), std::vector<StageCost>(3, stage(1, 1)));
   input.gradients.pop_back();

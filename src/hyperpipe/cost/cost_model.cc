@@ -169,6 +169,10 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
     }
   }
   memory.activations = per_micro_batch * in_flight;
+  for (int layer = first; layer < last; ++layer) {
+    memory.weight_gradient_activations +=
+        static_cast<double>(model_.layers()[layer].weight_gradient_bytes(work));
+  }
   return memory;
 }
 

@@ -38,7 +38,9 @@ struct StageMemory {
   double gradients = 0;
   double optimizer = 0;    // mixed-precision Adam: fp32 master copy, momentum, variance
   double activations = 0;  // of all micro-batches in flight
-  double reserved = 0;     // CUDA context, workspaces, fragmentation (CostOptions)
+  // Of those, per micro-batch, what stays from its B until its W when they run apart.
+  double weight_gradient_activations = 0;
+  double reserved = 0;  // CUDA context, workspaces, fragmentation (CostOptions)
 
   double total() const { return weights + gradients + optimizer + activations + reserved; }
 };

@@ -207,6 +207,25 @@ int64_t Layer::activation_bytes(const Workload& work, Recompute recompute) const
   return 0;
 }
 
+int64_t Layer::weight_gradient_bytes(const Workload& work) const {
+  const auto& c = config_;
+  const int64_t e = bytes_per_element(c.dtype);
+  const int64_t tokens = work.micro_batch * work.seq_len;
+  const int64_t divisor = work.sequence_parallel ? work.tp : 1;
+  switch (kind_) {
+    case LayerKind::embedding:
+      // The embedding gradient scatters into rows by token id.
+      return tokens * kTokenIdBytes + (c.embed_dim != c.hidden ? tokens * c.embed_dim * e : 0);
+    case LayerKind::decoder_block:
+      // Inputs of the QKV and first MLP products (replicated without sequence
+      // parallelism), of the output projection and of the last MLP product (split).
+      return tokens * e * (2 * c.hidden / divisor + (c.hidden + c.ffn_hidden) / work.tp);
+    case LayerKind::head:
+      return tokens * e * (c.embed_dim + (c.embed_dim != c.hidden ? c.hidden : 0)) / divisor;
+  }
+  return 0;
+}
+
 int64_t Layer::output_bytes(const Workload& work) const {
   if (kind_ == LayerKind::head) return kLogitBytes;  // the scalar loss
   const int64_t e = bytes_per_element(config_.dtype);

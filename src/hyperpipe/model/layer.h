@@ -67,6 +67,10 @@ class Layer {
   double recompute_flops(const Workload& work, Recompute recompute) const;
   // Bytes this layer keeps for backward per micro-batch on one device.
   int64_t activation_bytes(const Workload& work, Recompute recompute) const;
+  // Bytes still held between this layer's backward-input (B) and backward-weight (W) when
+  // they run apart (zero-bubble schedules): the inputs of its matrix products, which the
+  // weight gradient needs (Qi et al., ICLR'24, call this M_W). Everything else B frees.
+  int64_t weight_gradient_bytes(const Workload& work) const;
   // Bytes of the output tensor one device sends across a pipeline cut after this layer
   // (Megatron's scatter/gather: each of the tp ranks sends 1/tp of it).
   int64_t output_bytes(const Workload& work) const;

@@ -73,6 +73,7 @@ PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& pla
     cost.backward_input = report.compute.backward_input + report.compute.recompute;
     cost.backward_weight = report.compute.backward_weight;
     cost.activation_bytes = report.memory.activations;
+    cost.weight_gradient_bytes = report.memory.weight_gradient_activations;
     cost.static_bytes = report.memory.weights + report.memory.gradients + report.memory.optimizer;
     cost.allreduce = costs.gradient_allreduce_time(stage.first_layer, stage.end_layer, group);
     cost.optimizer = costs.optimizer_time(stage.first_layer, stage.end_layer, group);

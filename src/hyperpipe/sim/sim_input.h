@@ -14,9 +14,11 @@ struct StageCost {
   double backward_input = 0;  // includes recomputation
   double backward_weight = 0;
   double activation_bytes = 0;  // kept per micro-batch from F until its backward
-  double static_bytes = 0;      // weights, gradients, optimizer state
-  double allreduce = 0;         // gradient all-reduce over the stage's data-parallel group
-  double optimizer = 0;         // optimizer step
+  // Of a split backward: what B leaves for W (the inputs of the matrix products).
+  double weight_gradient_bytes = 0;
+  double static_bytes = 0;  // weights, gradients, optimizer state
+  double allreduce = 0;     // gradient all-reduce over the stage's data-parallel group
+  double optimizer = 0;     // optimizer step
 };
 
 // A point-to-point transfer: it holds the sender's send port, the receiver's receive port

@@ -171,7 +171,17 @@ class Engine {
       stats.peak_in_flight = std::max(stats.peak_in_flight, ++in_flight_[r]);
       stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, in_use_[r]);
       track.memory.push_back({start, static_bytes_[r] + in_use_[r]});
-    } else if (schedule::is_backward(op.kind)) {
+    } else if (op.kind == OpKind::backward_input) {
+      // B frees what only it needed; W's inputs stay until W (with recomputation they may
+      // exceed what F kept).
+      in_use_[r] += cost.weight_gradient_bytes - cost.activation_bytes;
+      --in_flight_[r];
+      stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, in_use_[r]);
+      track.memory.push_back({end, static_bytes_[r] + in_use_[r]});
+    } else if (op.kind == OpKind::backward_weight) {
+      in_use_[r] -= cost.weight_gradient_bytes;
+      track.memory.push_back({end, static_bytes_[r] + in_use_[r]});
+    } else if (op.kind == OpKind::backward) {
       in_use_[r] -= cost.activation_bytes;
       --in_flight_[r];
       track.memory.push_back({end, static_bytes_[r] + in_use_[r]});
