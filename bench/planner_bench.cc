@@ -9,29 +9,23 @@
 #include "hyperpipe/model/catalogue.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/planner/baselines.h"
-#include "hyperpipe/planner/cost_oracle.h"
+#include "hyperpipe/planner/candidate_search.h"
 #include "hyperpipe/planner/planner.h"
-#include "hyperpipe/planner/stage_search.h"
 
 namespace {
 
 using namespace hyperpipe;
 
-// The search alone, as make_plan runs it: one oracle and search per micro-batch size,
-// each pruned by the best found so far.
+// The search alone, as make_plan runs it.
 double search(const cost::CostModel& costs, int64_t global_batch) {
-  const auto classes = planner::device_classes(costs.cluster());
-  double best = std::numeric_limits<double>::infinity();
-  for (int64_t b : planner::micro_batch_candidates(global_batch, planner::kMaxMicroBatch)) {
-    const planner::CostOracle oracle(costs, classes, b, costs.model().config().seq_len);
-    planner::SearchOptions options;
-    options.micro_batches = static_cast<int>(global_batch / b);
-    options.keep = planner::kRescoredCandidates;
-    options.prune_above = best;
-    const auto found = planner::search_pipelines(oracle, options);
-    if (!found.empty()) best = std::min(best, found.front().objective);
-  }
-  return best;
+  planner::CandidateOptions options;
+  options.global_batch = global_batch;
+  options.micro_batch_sizes =
+      planner::micro_batch_candidates(global_batch, planner::kMaxMicroBatch);
+  options.keep = planner::kRescoredCandidates;
+  const auto found =
+      planner::search_candidates(costs, planner::device_classes(costs.cluster()), options);
+  return found.candidates.empty() ? 0.0 : found.candidates.front().pipeline.objective;
 }
 
 void BM_SearchGpt3_2_7bMixed16(benchmark::State& state) {
@@ -94,6 +88,7 @@ BENCHMARK(BM_SearchScaling)
     ->Args({16, 96})
     ->Args({64, 96})
     ->Args({256, 96})
+    ->Args({1024, 96})
     ->Args({64, 24})
     ->Args({64, 128})
     ->Unit(benchmark::kMillisecond)

@@ -36,11 +36,13 @@ std::vector<DeviceClass> device_classes(const cluster::Cluster& cluster) {
 
 std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t heads, int64_t max_dp) {
   std::vector<int> sizes;
-  for (int size = 1; size <= cls.node_size; ++size) {
+  const int smallest = cls.nodes > kSubNodeGroupsUpToNodes ? cls.node_size : 1;  // see .h
+  for (int size = smallest; size <= cls.node_size; ++size) {
     if (cls.node_size % size == 0) sizes.push_back(size);
   }
-  for (int size = 2 * cls.node_size; size <= cls.count(); size += cls.node_size) {
-    sizes.push_back(size);
+  const bool large = cls.nodes > kSubNodeGroupsUpToNodes;
+  for (int nodes = 2; nodes <= cls.nodes; nodes = large ? nodes * 2 : nodes + 1) {
+    sizes.push_back(nodes * cls.node_size);
   }
   std::vector<Shape> shapes;
   for (int size : sizes) {

@@ -21,10 +21,18 @@ struct DeviceClass {
 
 std::vector<DeviceClass> device_classes(const cluster::Cluster& cluster);
 
+// Classes of more nodes than this give stages a power-of-two number of whole nodes: at
+// that scale a group smaller than a node would make the search count GPUs one by one
+// across hundreds of them, and every node count multiplies the shapes, while a node split
+// between stages or an odd node count buys little (Alpa's submeshes and Metis's
+// power-of-two groups draw similar lines).
+inline constexpr int kSubNodeGroupsUpToNodes = 4;
+
 // The device-group shapes a stage of this class may use: sizes that divide a node (so
-// tensor-parallel groups never straddle nodes) or whole nodes; tp a power of two within a
-// node that divides the attention heads; at most `max_dp` data-parallel ranks (each needs
-// at least one sequence of the micro-batch).
+// tensor-parallel groups never straddle nodes) or any number of whole nodes — in classes of
+// more than kSubNodeGroupsUpToNodes nodes, only 1, 2, 4, … whole nodes; tp a power of two
+// within a node that divides the attention heads; at most `max_dp` data-parallel ranks
+// (each needs at least one sequence of the micro-batch).
 std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t heads, int64_t max_dp);
 
 // Device ids for each stage (in pipeline order) of one class: groups are handed out

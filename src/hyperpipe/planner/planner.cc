@@ -3,22 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/common/quantity.h"
-#include "hyperpipe/planner/cost_oracle.h"
-#include "hyperpipe/planner/stage_search.h"
+#include "hyperpipe/planner/candidate_search.h"
 
 namespace hyperpipe::planner {
 namespace {
-
-struct Candidate {
-  Pipeline pipeline;
-  int64_t micro_batch = 1;
-};
 
 std::string order_label(const std::vector<DeviceClass>& classes, const std::vector<int>& order) {
   std::string label;
@@ -57,41 +50,20 @@ plan::Plan to_plan(const Candidate& candidate, const std::vector<DeviceClass>& c
 
 PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   const auto classes = device_classes(costs.cluster());
-  const int64_t seq =
-      request.batch.seq_len > 0 ? request.batch.seq_len : costs.model().config().seq_len;
   PlanResult result;
 
-  // 1. The search, for every micro-batch size; per-range costs are shared by all bounds
-  //    and orders through each size's oracle.
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<Candidate> candidates;
-  std::map<int64_t, std::vector<std::vector<Shape>>> shapes;
-  for (int64_t b : request.batch.micro_batch_sizes) {
-    const CostOracle oracle(costs, classes, b, seq);
-    auto& class_shapes = shapes[b];
-    for (int c = 0; c < oracle.num_classes(); ++c) class_shapes.push_back(oracle.shapes(c));
-    SearchOptions options;
-    options.micro_batches = static_cast<int>(request.batch.global_batch / b);
-    options.max_stages = request.max_stages;
-    options.keep = kRescoredCandidates;
-    options.per_order = request.every_order;
-    if (!request.every_order && static_cast<int>(candidates.size()) >= kRescoredCandidates) {
-      // Only what could enter the best few of all micro-batch sizes so far.
-      std::vector<double> objectives;
-      for (const auto& c : candidates) objectives.push_back(c.pipeline.objective);
-      std::nth_element(objectives.begin(), objectives.begin() + kRescoredCandidates - 1,
-                       objectives.end());
-      options.prune_above = objectives[kRescoredCandidates - 1];
-    }
-    for (auto& pipeline : search_pipelines(oracle, options)) {
-      candidates.push_back({std::move(pipeline), b});
-    }
-  }
-  result.search_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
-    return a.pipeline.objective < b.pipeline.objective;
-  });
+  // 1. The search, for every micro-batch size.
+  CandidateOptions options;
+  options.global_batch = request.batch.global_batch;
+  options.seq_len = request.batch.seq_len;
+  options.micro_batch_sizes = request.batch.micro_batch_sizes;
+  options.max_stages = request.max_stages;
+  options.keep = kRescoredCandidates;
+  options.every_order = request.every_order;
+  CandidateSearch search = search_candidates(costs, classes, options);
+  result.search_seconds = search.seconds;
+  const auto& candidates = search.candidates;
+  auto& shapes = search.shapes;
 
   // 2. Re-score the best few, and the best of every order, with the simulator.
   std::map<std::vector<int>, bool> order_seen;

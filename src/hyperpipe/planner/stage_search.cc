@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <numeric>
 
 namespace hyperpipe::planner {
 namespace {
@@ -12,7 +13,7 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // One DP cell: the best way found to cover layers [e, L) with j stages, the first of them
-// (layers [e, next cell's e)) of class order[k] holding u of its devices. Kept small: the
+// (layers [e, next cell's e)) of class order[k] holding u units of its devices. Kept small: the
 // cells are reset for every bound.
 struct Cell {
   double value = kInfinity;  // Σ (τ + 2λ), or the bottleneck in bottleneck mode
@@ -28,10 +29,19 @@ enum class Mode { sum, bottleneck };
 class Dp {
  public:
   Dp(const StageOracle& oracle, const std::vector<int>& order, const SearchOptions& options)
-      : oracle_(oracle), order_(order), options_(options), layers_(oracle.num_layers()) {
+      : oracle_(oracle),
+        order_(order),
+        options_(options),
+        layers_(oracle.num_layers()),
+        unit_(oracle.num_classes(), 1) {
     int devices = 0;
     for (int cls : order_) {
-      max_used_ = std::max(max_used_, oracle.class_size(cls));
+      // Devices are counted in units of the class's smallest group: whole nodes when
+      // every shape is, so the DP does not track GPU counts no group can leave.
+      int unit = 0;
+      for (const Shape& shape : oracle.shapes(cls)) unit = std::gcd(unit, shape.size());
+      unit_[cls] = std::max(unit, 1);
+      max_used_ = std::max(max_used_, units(cls));
       devices += oracle.class_size(cls);
     }
     // Every stage holds at least one layer and one device.
@@ -59,7 +69,7 @@ class Dp {
         const auto at = [&](int u, int j) -> double& {
           return dominated_[static_cast<size_t>(u) * (max_stages_ + 1) + j];
         };
-        for (int u = 1; u <= oracle_.class_size(cls); ++u) {
+        for (int u = 1; u <= units(cls); ++u) {
           for (int j = 1; j <= max_stages_; ++j) {
             const int from = index(e, k, u, j);
             const double value = value_of(from);
@@ -73,7 +83,7 @@ class Dp {
       }
     }
     int best = -1;
-    for (int u = 1; u <= oracle_.class_size(order_[0]); ++u) {
+    for (int u = 1; u <= units(order_[0]); ++u) {
       for (int j = 1; j <= max_stages_; ++j) {
         const int at = index(0, 0, u, j);
         if (value_of(at) == kInfinity) continue;
@@ -111,6 +121,9 @@ class Dp {
   }
 
  private:
+  // Devices of a class in the DP's units.
+  int units(int cls) const { return oracle_.class_size(cls) / unit_[cls]; }
+
   int index(int e, int k, int u, int j) const {
     return ((e * static_cast<int>(order_.size()) + k) * (max_used_ + 1) + u) * (max_stages_ + 1) +
            j;
@@ -131,8 +144,9 @@ class Dp {
     const int in_flight = std::min(after + 1, options_.micro_batches);
     const auto& shapes = oracle_.shapes(cls);
     for (int g = 0; g < static_cast<int>(shapes.size()); ++g) {
-      const int size = shapes[g].size();
-      if (used + size > oracle_.class_size(cls)) continue;
+      if (shapes[g].size() % unit_[cls] != 0) continue;
+      const int size = shapes[g].size() / unit_[cls];  // in units
+      if (used + size > units(cls)) continue;
       const double link = from < 0 ? 0.0 : oracle_.link_time(cls, g, next_cls, end);
       if (link > bound_) continue;
       // More layers need at least as much recomputation: the option only moves forward.
@@ -174,6 +188,7 @@ class Dp {
   const std::vector<int>& order_;
   const SearchOptions& options_;
   int layers_;
+  std::vector<int> unit_;  // per class: devices per unit of `u`
   int max_used_ = 0;
   int max_stages_ = 0;
   Mode mode_ = Mode::sum;
@@ -197,7 +212,61 @@ void orders(int classes, std::vector<int>& prefix, std::vector<bool>& used,
   }
 }
 
+// Device-time per micro-batch of each layer at its cheapest on each class (time × GPUs of
+// the best shape). An order's objective is at least m·max τ ≥ m × (the device-time of all
+// layers at their cheapest among its classes) ÷ (its devices), since the slowest stage is
+// at least as slow as the device-weighted average.
+class DeviceTimeBound {
+ public:
+  explicit DeviceTimeBound(const StageOracle& oracle)
+      : oracle_(oracle),
+        device_time_(oracle.num_classes(), std::vector<double>(oracle.num_layers(), kInfinity)) {
+    for (int c = 0; c < oracle.num_classes(); ++c) {
+      for (int g = 0; g < static_cast<int>(oracle.shapes(c).size()); ++g) {
+        const double size = oracle.shapes(c)[g].size();
+        for (int l = 0; l < oracle.num_layers(); ++l) {
+          device_time_[c][l] = std::min(
+              device_time_[c][l], oracle.stage_time(c, g, l, l + 1, model::Recompute::none) * size);
+        }
+      }
+    }
+  }
+
+  double operator()(const std::vector<int>& order, int micro_batches) const {
+    double work = 0;
+    double devices = 0;
+    for (int l = 0; l < oracle_.num_layers(); ++l) {
+      double cheapest = kInfinity;
+      for (int c : order) cheapest = std::min(cheapest, device_time_[c][l]);
+      work += cheapest;
+    }
+    for (int c : order) devices += oracle_.class_size(c);
+    return micro_batches * work / devices;
+  }
+
+ private:
+  const StageOracle& oracle_;
+  std::vector<std::vector<double>> device_time_;
+};
+
+std::vector<std::vector<int>> all_orders_of(int classes) {
+  std::vector<std::vector<int>> all;
+  std::vector<int> prefix;
+  std::vector<bool> used(classes, false);
+  orders(classes, prefix, used, all);
+  return all;
+}
+
 }  // namespace
+
+double objective_lower_bound(const StageOracle& oracle, int micro_batches) {
+  const DeviceTimeBound bound(oracle);
+  double lowest = kInfinity;
+  for (const auto& order : all_orders_of(oracle.num_classes())) {
+    lowest = std::min(lowest, bound(order, micro_batches));
+  }
+  return lowest;
+}
 
 double objective(const std::vector<StageChoice>& stages, int micro_batches) {
   double sum = 0;
@@ -210,10 +279,7 @@ double objective(const std::vector<StageChoice>& stages, int micro_batches) {
 }
 
 std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOptions& options) {
-  std::vector<std::vector<int>> all_orders;
-  std::vector<int> prefix;
-  std::vector<bool> used(oracle.num_classes(), false);
-  orders(oracle.num_classes(), prefix, used, all_orders);
+  const auto all_orders = all_orders_of(oracle.num_classes());
 
   // Promising orders first, so the objective to beat drops early: by the combined speed
   // of their classes (devices over the time one device takes for the whole model).
@@ -242,36 +308,9 @@ std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOp
     }
     return std::min(options.prune_above, result[options.keep - 1].objective);
   };
-  // Device-time per micro-batch of each layer at its cheapest on each class (time × GPUs
-  // of the best shape). An order's objective is at least m·max τ ≥ m × (the device-time of
-  // all layers at their cheapest among its classes) ÷ (its devices), since the slowest
-  // stage is at least as slow as the device-weighted average.
-  const int layers = oracle.num_layers();
-  std::vector<std::vector<double>> device_time(oracle.num_classes(),
-                                               std::vector<double>(layers, kInfinity));
-  for (int c = 0; c < oracle.num_classes(); ++c) {
-    for (int g = 0; g < static_cast<int>(oracle.shapes(c).size()); ++g) {
-      const double size = oracle.shapes(c)[g].size();
-      for (int l = 0; l < layers; ++l) {
-        device_time[c][l] = std::min(
-            device_time[c][l], oracle.stage_time(c, g, l, l + 1, model::Recompute::none) * size);
-      }
-    }
-  }
-  const auto lower_bound = [&](const std::vector<int>& order) {
-    double work = 0;
-    double devices = 0;
-    for (int l = 0; l < layers; ++l) {
-      double cheapest = kInfinity;
-      for (int c : order) cheapest = std::min(cheapest, device_time[c][l]);
-      work += cheapest;
-    }
-    for (int c : order) devices += oracle.class_size(c);
-    return options.micro_batches * work / devices;
-  };
-
+  const DeviceTimeBound bound_of(oracle);
   for (size_t index : work) {
-    if (lower_bound(all_orders[index]) >= to_beat()) continue;
+    if (bound_of(all_orders[index], options.micro_batches) >= to_beat()) continue;
     // The order's tightest bottleneck: (m − 1)·floor bounds its objective from below, so
     // only bottlenecks under to_beat / (m − 1) matter.
     Dp dp(oracle, all_orders[index], options);

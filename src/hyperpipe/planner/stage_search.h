@@ -61,6 +61,11 @@ struct SearchOptions {
 // Deterministic: ties go to the order enumerated first.
 std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOptions& options);
 
+// A lower bound on the objective of any pipeline for this oracle: m × (device-time of all
+// layers at their cheapest) ÷ (devices), minimised over class orders. Cheap; lets callers
+// search the most promising micro-batch sizes first.
+double objective_lower_bound(const StageOracle& oracle, int micro_batches);
+
 // J of a pipeline's stages (used by tests and baselines to score by the same function).
 double objective(const std::vector<StageChoice>& stages, int micro_batches);
 

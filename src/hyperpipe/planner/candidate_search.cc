@@ -1,0 +1,63 @@
+#include "hyperpipe/planner/candidate_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "hyperpipe/planner/cost_oracle.h"
+
+namespace hyperpipe::planner {
+
+CandidateSearch search_candidates(const cost::CostModel& costs,
+                                  const std::vector<DeviceClass>& classes,
+                                  const CandidateOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t seq = options.seq_len > 0 ? options.seq_len : costs.model().config().seq_len;
+  CandidateSearch result;
+
+  // Per-range costs, shared by all bounds and orders, once per micro-batch size, and a
+  // lower bound that skips a size which cannot beat what is found already. (Searching
+  // the sizes by that bound instead of in increasing order measured slower.)
+  struct Size {
+    int64_t micro_batch;
+    std::unique_ptr<CostOracle> oracle;
+    double bound;
+  };
+  std::vector<Size> sizes;
+  for (int64_t b : options.micro_batch_sizes) {
+    auto oracle = std::make_unique<CostOracle>(costs, classes, b, seq);
+    const int m = static_cast<int>(options.global_batch / b);
+    const double bound = objective_lower_bound(*oracle, m);
+    auto& shapes = result.shapes[b];
+    for (int c = 0; c < oracle->num_classes(); ++c) shapes.push_back(oracle->shapes(c));
+    sizes.push_back({b, std::move(oracle), bound});
+  }
+
+  for (const Size& size : sizes) {
+    SearchOptions search;
+    search.micro_batches = static_cast<int>(options.global_batch / size.micro_batch);
+    search.max_stages = options.max_stages;
+    search.keep = options.keep;
+    search.per_order = options.every_order;
+    auto& found = result.candidates;
+    if (!options.every_order && static_cast<int>(found.size()) >= options.keep) {
+      // Only what could enter the best few of all sizes so far.
+      std::vector<double> objectives;
+      for (const auto& c : found) objectives.push_back(c.pipeline.objective);
+      std::nth_element(objectives.begin(), objectives.begin() + options.keep - 1, objectives.end());
+      search.prune_above = objectives[options.keep - 1];
+      if (size.bound >= search.prune_above) continue;
+    }
+    for (auto& pipeline : search_pipelines(*size.oracle, search)) {
+      found.push_back({std::move(pipeline), size.micro_batch});
+    }
+  }
+  std::stable_sort(result.candidates.begin(), result.candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     return a.pipeline.objective < b.pipeline.objective;
+                   });
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace hyperpipe::planner

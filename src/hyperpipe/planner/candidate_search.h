@@ -1,0 +1,40 @@
+// Step one of planning: the stage-construction search over every micro-batch size, each
+// pruned by the best pipelines the sizes before it found.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "hyperpipe/cost/cost_model.h"
+#include "hyperpipe/planner/device_class.h"
+#include "hyperpipe/planner/stage_search.h"
+
+namespace hyperpipe::planner {
+
+struct Candidate {
+  Pipeline pipeline;
+  int64_t micro_batch = 1;
+};
+
+struct CandidateSearch {
+  std::vector<Candidate> candidates;  // best objective first
+  // The shapes each micro-batch size's search used, per class (pipelines index them).
+  std::map<int64_t, std::vector<std::vector<Shape>>> shapes;
+  double seconds = 0;
+};
+
+struct CandidateOptions {
+  int64_t global_batch = 1;
+  int64_t seq_len = 0;  // 0: the model's
+  std::vector<int64_t> micro_batch_sizes;
+  int max_stages = 32;
+  int keep = 3;              // exact best pipelines wanted over all sizes
+  bool every_order = false;  // every class order's best, no pruning across orders
+};
+
+CandidateSearch search_candidates(const cost::CostModel& costs,
+                                  const std::vector<DeviceClass>& classes,
+                                  const CandidateOptions& options);
+
+}  // namespace hyperpipe::planner
