@@ -212,21 +212,23 @@ void orders(int classes, std::vector<int>& prefix, std::vector<bool>& used,
   }
 }
 
-// Device-time per micro-batch of each layer at its cheapest on each class (time × GPUs of
-// the best shape). An order's objective is at least m·max τ ≥ m × (the device-time of all
-// layers at their cheapest among its classes) ÷ (its devices), since the slowest stage is
-// at least as slow as the device-weighted average.
+// A lower bound on an order's objective without running its DP. J ≥ Σ τ + (m − 1)·max τ;
+// Σ τ is at least one pass through every layer at its fastest on the order's classes, and
+// max τ at least the device-weighted average stage time: the device-time of all layers at
+// their cheapest (time × GPUs of the best shape) over the order's devices.
 class DeviceTimeBound {
  public:
   explicit DeviceTimeBound(const StageOracle& oracle)
       : oracle_(oracle),
-        device_time_(oracle.num_classes(), std::vector<double>(oracle.num_layers(), kInfinity)) {
+        device_time_(oracle.num_classes(), std::vector<double>(oracle.num_layers(), kInfinity)),
+        fastest_(oracle.num_classes(), std::vector<double>(oracle.num_layers(), kInfinity)) {
     for (int c = 0; c < oracle.num_classes(); ++c) {
       for (int g = 0; g < static_cast<int>(oracle.shapes(c).size()); ++g) {
         const double size = oracle.shapes(c)[g].size();
         for (int l = 0; l < oracle.num_layers(); ++l) {
-          device_time_[c][l] = std::min(
-              device_time_[c][l], oracle.stage_time(c, g, l, l + 1, model::Recompute::none) * size);
+          const double time = oracle.stage_time(c, g, l, l + 1, model::Recompute::none);
+          device_time_[c][l] = std::min(device_time_[c][l], time * size);
+          fastest_[c][l] = std::min(fastest_[c][l], time);
         }
       }
     }
@@ -234,19 +236,26 @@ class DeviceTimeBound {
 
   double operator()(const std::vector<int>& order, int micro_batches) const {
     double work = 0;
+    double pass = 0;
     double devices = 0;
     for (int l = 0; l < oracle_.num_layers(); ++l) {
       double cheapest = kInfinity;
-      for (int c : order) cheapest = std::min(cheapest, device_time_[c][l]);
+      double quickest = kInfinity;
+      for (int c : order) {
+        cheapest = std::min(cheapest, device_time_[c][l]);
+        quickest = std::min(quickest, fastest_[c][l]);
+      }
       work += cheapest;
+      pass += quickest;
     }
     for (int c : order) devices += oracle_.class_size(c);
-    return micro_batches * work / devices;
+    return pass + (micro_batches - 1) * work / devices;
   }
 
  private:
   const StageOracle& oracle_;
   std::vector<std::vector<double>> device_time_;
+  std::vector<std::vector<double>> fastest_;
 };
 
 std::vector<std::vector<int>> all_orders_of(int classes) {

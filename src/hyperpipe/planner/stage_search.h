@@ -61,9 +61,9 @@ struct SearchOptions {
 // Deterministic: ties go to the order enumerated first.
 std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOptions& options);
 
-// A lower bound on the objective of any pipeline for this oracle: m × (device-time of all
-// layers at their cheapest) ÷ (devices), minimised over class orders. Cheap; lets callers
-// search the most promising micro-batch sizes first.
+// A lower bound on the objective of any pipeline for this oracle: one pass through the
+// layers at their fastest plus (m − 1) × (device-time of all layers at their cheapest) ÷
+// (devices), minimised over class orders. Cheap; lets callers skip a micro-batch size.
 double objective_lower_bound(const StageOracle& oracle, int micro_batches);
 
 // J of a pipeline's stages (used by tests and baselines to score by the same function).
