@@ -19,7 +19,8 @@ TEST(YamlField, PathsAndLinesInErrors) {
   const std::string message =
       error_message<InputError>([&] { nodes[1].required("count").as_positive_int(); });
   EXPECT_EQ(message,
-            "c.yaml: line 5, field 'nodes[1].count': expected a positive integer, got '-2'");
+            "c.yaml: line 5, field 'nodes[1].count': expected a positive integer up to 16777216, "
+            "got '-2'");
 }
 
 TEST(YamlField, MissingFieldPointsAtItsParent) {

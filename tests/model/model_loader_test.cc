@@ -100,8 +100,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInputCase{"hidden: [1, 2\nlayers: 3\n", "not valid YAML"},
         BadInputCase{"hidden: 64\nlayers: 2\nheads: 4\nvocab: 10\n",
                      "missing required field 'seq_len'"},
-        BadInputCase{"hidden: -64\nlayers: 2\nheads: 4\nvocab: 10\nseq_len: 8\n",
-                     "line 1, field 'hidden': expected a positive integer, got '-64'"},
+        BadInputCase{
+            "hidden: -64\nlayers: 2\nheads: 4\nvocab: 10\nseq_len: 8\n",
+            "line 1, field 'hidden': expected a positive integer up to 16777216, got '-64'"},
         BadInputCase{"hidden: 64\nlayers: 0\nheads: 4\nvocab: 10\nseq_len: 8\n",
                      "field 'layers': expected a positive integer"},
         BadInputCase{"hidden: 64\nlayers: 2\nheads: 5\nvocab: 10\nseq_len: 8\n",
@@ -112,6 +113,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInputCase{"base: gpt2\ndtype: fp8\n", "field 'dtype': expected a dtype"},
         BadInputCase{"base: gpt2\nflavour: bert\n", "expected one of: gpt, llama"},
         BadInputCase{"", "expected a mapping of model fields"},
+        BadInputCase{"base: gpt2\nlayers: 100000\n", "field 'layers': expected at most 10000"},
+        BadInputCase{"base: gpt2\nhidden: 99999999999999\n", "expected a positive integer up to"},
+        BadInputCase{"{[1, 2]: 3}\n", "expected a mapping with text keys"},
         BadInputCase{"- 1\n- 2\n", "expected a mapping of model fields, got a list"}));
 
 TEST(LoadModel, UnknownNameSaysWhatIsAccepted) {

@@ -96,6 +96,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInputCase{PLAN_HEAD R"("schedule": {"kind": "hetero-1f1b", "warmup": [3]},
                      "stages": [{"layers": [0, 7], "devices": [0]}, {"layers": [7, 14], "devices": [1]}]})",
                      "one depth per stage (2 of them)"},
+        BadInputCase{R"({"format": "hyperpipe.plan/1", "model": "gpt2", "cluster": "a100x8",
+                     "micro_batch_size": 2, "micro_batches": 70000, "stages": []})",
+                     "field 'micro_batches': expected a positive integer up to 65536"},
         BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0], "gpus": 1}]})",
                      "unknown field 'gpus'"}));
 
@@ -139,6 +142,24 @@ INSTANTIATE_TEST_SUITE_P(
                    "a stage runs on one GPU type"},
         MisfitCase{R"([{"layers": [0, 14], "devices": [4, 5, 6, 7]}])",
                    "dp = 4 needs a micro-batch of at least 4 sequences, the plan has 2"}));
+
+TEST(Plan, ScheduleMustFitInMemory) {
+  // 400 stages × 65,536 micro-batches would be some 80 million ops.
+  std::string stages;
+  for (int s = 0; s < 400; ++s) {
+    stages += (s ? "," : "") + std::string(R"({"layers": [)") + std::to_string(s) + ", " +
+              std::to_string(s + 1) + R"(], "devices": [0]})";
+  }
+  const std::string text = R"({"format": "hyperpipe.plan/1", "model": "m", "cluster": "c",
+      "micro_batch_size": 1, "micro_batches": 65536, "stages": [)" +
+                           stages + "]}";
+  const std::string message =
+      error_message<InputError>([&] { read_plan(YamlField::load_string(text, "huge.json")); });
+  EXPECT_NE(message.find("field 'micro_batches': expected at most 55924 micro-batches with 400 "
+                         "stages"),
+            std::string::npos)
+      << message;
+}
 
 TEST(Plan, TensorParallelAcrossNodesIsRefused) {
   const Plan plan = read_plan(YamlField::load_string(R"({"format": "hyperpipe.plan/1",

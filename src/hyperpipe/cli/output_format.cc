@@ -3,6 +3,8 @@
 #include <map>
 #include <string>
 
+#include "hyperpipe/common/limits.h"
+
 namespace hyperpipe::cli {
 
 void add_format_option(CLI::App& command, OutputFormat& format) {
@@ -23,8 +25,9 @@ const CLI::Validator& positive_integer() {
         } catch (const std::exception&) {
           used = 0;
         }
-        if (used == 0 || used != text.size() || value <= 0) {
-          return "expected a positive integer, got '" + text + "'";
+        if (used == 0 || used != text.size() || value <= 0 || value > kMaxSize) {
+          return "expected a positive integer up to " + std::to_string(kMaxSize) + ", got '" +
+                 text + "'";
         }
         return "";
       },

@@ -10,7 +10,8 @@ enum class OutputFormat { table, json };
 // Adds `--format table|json` to a subcommand.
 void add_format_option(CLI::App& command, OutputFormat& format);
 
-// Accepts whole numbers above zero: "--tp: expected a positive integer, got '-3'".
+// Accepts whole numbers from 1 to kMaxSize (limits.h):
+// "--tp: expected a positive integer up to 16777216, got '-3'".
 const CLI::Validator& positive_integer();
 
 }  // namespace hyperpipe::cli

@@ -13,6 +13,7 @@
 #include "hyperpipe/cli/table.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/limits.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/model/model_loader.h"
@@ -160,6 +161,19 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
   } else {
     request.batch.micro_batch_sizes =
         planner::micro_batch_candidates(args.global_batch, planner::kMaxMicroBatch);
+  }
+  for (int64_t b : request.batch.micro_batch_sizes) {
+    if (args.global_batch / b > kMaxMicroBatches) {
+      throw InputError("--micro-batch", std::to_string(b),
+                       fmt::format("expected at most {} micro-batches per iteration, got {}",
+                                   kMaxMicroBatches, args.global_batch / b));
+    }
+  }
+  if (request.batch.micro_batch_sizes.empty()) {
+    throw InputError("--global-batch", std::to_string(args.global_batch),
+                     fmt::format("expected a batch that splits into at most {} micro-batches "
+                                 "of at most {} sequences (a power of two dividing it)",
+                                 kMaxMicroBatches, planner::kMaxMicroBatch));
   }
 
   planner::ScoredPlan chosen;

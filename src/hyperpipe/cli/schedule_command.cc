@@ -9,6 +9,7 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/limits.h"
 #include "hyperpipe/schedule/generators.h"
 #include "hyperpipe/schedule/passes.h"
 
@@ -26,6 +27,12 @@ struct ScheduleArgs {
 };
 
 void run_schedule(const ScheduleArgs& args, std::ostream& out) {
+  const int64_t ops = int64_t{3} * args.stages * args.micro_batches * args.chunks;
+  if (ops > kMaxScheduleOps) {
+    throw InputError(
+        "schedule", "--stages × --microbatches × --chunks",
+        fmt::format("expected at most {} ops in all, got about {}", kMaxScheduleOps, ops));
+  }
   schedule::Schedule s;
   try {
     s = schedule::make_schedule(*schedule::parse_schedule_kind(args.kind), args.stages,

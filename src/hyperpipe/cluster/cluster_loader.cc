@@ -6,6 +6,7 @@
 
 #include "hyperpipe/cluster/gpu_catalogue.h"
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/limits.h"
 
 namespace hyperpipe::cluster {
 namespace {
@@ -83,7 +84,7 @@ std::vector<Node> read_nodes(const YamlField& root, const std::vector<GpuType>& 
     }
     if (!type) gpu.fail("a GPU type from `hyperpipe devices` or from this file's gpu_types");
     node.gpu_type = type->name;
-    const int64_t count = entry.required("count").as_positive_int();
+    const int64_t count = entry.required("count").as_positive_int(kMaxGpusPerNode);
     node.gpu_count = static_cast<int>(count);
     node.memory_bytes = type->memory_bytes;
     if (auto memory = entry.optional("memory")) node.memory_bytes = memory->as_bytes();

@@ -101,6 +101,7 @@ std::optional<YamlField> YamlField::optional(const std::string& key) const {
 void YamlField::allow_only(std::initializer_list<std::string_view> allowed) const {
   if (!node_.IsMap()) fail("a mapping");
   for (const auto& entry : node_) {
+    if (!entry.first.IsScalar()) fail("a mapping with text keys");
     const std::string key = entry.first.as<std::string>();
     bool known = false;
     for (const auto& name : allowed) known = known || key == name;
@@ -115,6 +116,7 @@ std::vector<std::pair<std::string, YamlField>> YamlField::entries() const {
   if (!node_.IsMap()) fail("a mapping");
   std::vector<std::pair<std::string, YamlField>> result;
   for (const auto& entry : node_) {
+    if (!entry.first.IsScalar()) fail("a mapping with text keys");
     const std::string key = entry.first.as<std::string>();
     result.emplace_back(key, child(key, entry.second));
   }
@@ -185,9 +187,11 @@ int64_t YamlField::as_int() const {
   return *value;
 }
 
-int64_t YamlField::as_positive_int() const {
+int64_t YamlField::as_positive_int(int64_t max) const {
   const auto value = scalar_int();
-  if (!value || *value <= 0) fail("a positive integer");
+  if (!value || *value <= 0 || *value > max) {
+    fail(fmt::format("a positive integer up to {}", max));
+  }
   return *value;
 }
 

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "hyperpipe/common/limits.h"
+
 namespace hyperpipe {
 
 class YamlField {
@@ -47,7 +49,8 @@ class YamlField {
   std::string as_string() const;
   bool as_bool() const;
   int64_t as_int() const;
-  int64_t as_positive_int() const;
+  // At most `max` (kMaxSize by default: see limits.h).
+  int64_t as_positive_int(int64_t max = kMaxSize) const;
   double as_number() const;
   double as_positive_number() const;
   // Quantities with units, see quantity.h for the accepted units and defaults.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace hyperpipe::model {
 namespace {
 
@@ -14,6 +16,12 @@ constexpr int64_t kDropoutMaskBytes = 1;
 constexpr int64_t kLogitBytes = 4;
 // FlashAttention keeps one fp32 log-sum-exp per head and token instead of the score matrix.
 constexpr int64_t kLogSumExpBytes = 4;
+
+// Byte counts of absurd inputs can pass 2^63; they are computed in double and held there.
+int64_t to_bytes(double bytes) {
+  constexpr double kLargest = 9.0e18;
+  return static_cast<int64_t>(std::min(bytes, kLargest));
+}
 
 }  // namespace
 
@@ -142,13 +150,13 @@ double Layer::recompute_flops(const Workload& work, Recompute recompute) const {
 int64_t Layer::block_activation_bytes(const Workload& work, Recompute recompute) const {
   const auto& c = config_;
   const int64_t e = bytes_per_element(c.dtype);
-  const int64_t tokens = work.micro_batch * work.seq_len;
+  const double tokens = static_cast<double>(work.micro_batch) * static_cast<double>(work.seq_len);
   const int64_t h = c.hidden;
   const int64_t tp = work.tp;
   // Tensors that tensor parallelism alone does not split (norm inputs, the inputs of the
   // first column-parallel products, residual dropout masks); sequence parallelism does.
   const int64_t replicated_divisor = work.sequence_parallel ? tp : 1;
-  if (recompute == Recompute::full) return tokens * h * e / replicated_divisor;
+  if (recompute == Recompute::full) return to_bytes(tokens * h * e / replicated_divisor);
 
   const bool gpt = c.flavour == Flavour::gpt;
   const int64_t residual_masks = c.dropout ? 2 * kDropoutMaskBytes * h : 0;
@@ -169,30 +177,30 @@ int64_t Layer::block_activation_bytes(const Workload& work, Recompute recompute)
     score_bytes = per_score * c.heads * s;
   }
   per_token += score_bytes;
-  return tokens * per_token / tp;
+  return to_bytes(tokens * static_cast<double>(per_token) / tp);
 }
 
 int64_t Layer::embedding_activation_bytes(const Workload& work) const {
   const auto& c = config_;
-  const int64_t tokens = work.micro_batch * work.seq_len;
+  const double tokens = static_cast<double>(work.micro_batch) * static_cast<double>(work.seq_len);
   const int64_t divisor = work.sequence_parallel ? work.tp : 1;
-  int64_t bytes = tokens * kTokenIdBytes;
+  double bytes = tokens * kTokenIdBytes;
   if (c.dropout) bytes += tokens * c.hidden * kDropoutMaskBytes / divisor;
   if (c.embed_dim != c.hidden) bytes += tokens * c.embed_dim * bytes_per_element(c.dtype);
-  return bytes;
+  return to_bytes(bytes);
 }
 
 int64_t Layer::head_activation_bytes(const Workload& work) const {
   const auto& c = config_;
   const int64_t e = bytes_per_element(c.dtype);
-  const int64_t tokens = work.micro_batch * work.seq_len;
+  const double tokens = static_cast<double>(work.micro_batch) * static_cast<double>(work.seq_len);
   const int64_t divisor = work.sequence_parallel ? work.tp : 1;
-  int64_t bytes = tokens * kTokenIdBytes;  // targets
+  double bytes = tokens * kTokenIdBytes;  // targets
   if (c.final_norm) bytes += tokens * c.hidden * e / divisor;
   if (c.embed_dim != c.hidden) bytes += tokens * c.hidden * e / divisor;
   bytes += tokens * c.embed_dim * e / divisor;        // input of the LM head
   bytes += tokens * c.vocab * kLogitBytes / work.tp;  // vocabulary-parallel logits
-  return bytes;
+  return to_bytes(bytes);
 }
 
 int64_t Layer::activation_bytes(const Workload& work, Recompute recompute) const {
@@ -210,18 +218,23 @@ int64_t Layer::activation_bytes(const Workload& work, Recompute recompute) const
 int64_t Layer::weight_gradient_bytes(const Workload& work) const {
   const auto& c = config_;
   const int64_t e = bytes_per_element(c.dtype);
-  const int64_t tokens = work.micro_batch * work.seq_len;
+  const double tokens = static_cast<double>(work.micro_batch) * static_cast<double>(work.seq_len);
   const int64_t divisor = work.sequence_parallel ? work.tp : 1;
   switch (kind_) {
     case LayerKind::embedding:
       // The embedding gradient scatters into rows by token id.
-      return tokens * kTokenIdBytes + (c.embed_dim != c.hidden ? tokens * c.embed_dim * e : 0);
+      return to_bytes(tokens * kTokenIdBytes +
+                      (c.embed_dim != c.hidden ? tokens * c.embed_dim * e : 0.0));
     case LayerKind::decoder_block:
       // Inputs of the QKV and first MLP products (replicated without sequence
       // parallelism), of the output projection and of the last MLP product (split).
-      return tokens * e * (2 * c.hidden / divisor + (c.hidden + c.ffn_hidden) / work.tp);
+      return to_bytes(
+          tokens * e *
+          (2.0 * c.hidden / divisor + static_cast<double>(c.hidden + c.ffn_hidden) / work.tp));
     case LayerKind::head:
-      return tokens * e * (c.embed_dim + (c.embed_dim != c.hidden ? c.hidden : 0)) / divisor;
+      return to_bytes(tokens * e *
+                      static_cast<double>(c.embed_dim + (c.embed_dim != c.hidden ? c.hidden : 0)) /
+                      divisor);
   }
   return 0;
 }
@@ -229,7 +242,8 @@ int64_t Layer::weight_gradient_bytes(const Workload& work) const {
 int64_t Layer::output_bytes(const Workload& work) const {
   if (kind_ == LayerKind::head) return kLogitBytes;  // the scalar loss
   const int64_t e = bytes_per_element(config_.dtype);
-  return work.micro_batch * work.seq_len * config_.hidden * e / work.tp;
+  return to_bytes(static_cast<double>(work.micro_batch) * static_cast<double>(work.seq_len) *
+                  static_cast<double>(config_.hidden) * e / static_cast<double>(work.tp));
 }
 
 MemoryTraffic Layer::memory_traffic(const Workload& work) const {

@@ -1,8 +1,11 @@
 #include "hyperpipe/model/model_loader.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/limits.h"
 #include "hyperpipe/model/catalogue.h"
 
 namespace hyperpipe::model {
@@ -127,7 +130,9 @@ TransformerConfig read_model_yaml(const YamlField& root) {
   read_int_if_present(root, "embed_dim", c.embed_dim);
   if (auto offset = root.optional("position_offset")) {
     c.position_offset = offset->as_int();
-    if (c.position_offset < 0) offset->fail("0 or a positive integer");
+    if (c.position_offset < 0 || c.position_offset > kMaxSize) {
+      offset->fail(fmt::format("0 or a positive integer up to {}", kMaxSize));
+    }
   }
   read_bool_if_present(root, "tied_embeddings", c.tied_embeddings);
   read_bool_if_present(root, "final_norm", c.final_norm);

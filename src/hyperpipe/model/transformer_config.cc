@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/limits.h"
 
 namespace hyperpipe::model {
 namespace {
@@ -48,6 +49,19 @@ void validate(const TransformerConfig& config, const std::string& source) {
   positive(config.vocab, "vocab");
   positive(config.seq_len, "seq_len");
   positive(config.embed_dim, "embed_dim");
+  const auto at_most = [&](int64_t value, int64_t max, const char* field) {
+    if (value > max) {
+      throw InputError(source, fmt::format("field '{}'", field),
+                       fmt::format("expected at most {}, got {}", max, value));
+    }
+  };
+  at_most(config.layers, kMaxLayers, "layers");
+  at_most(config.hidden, kMaxWidth, "hidden");
+  at_most(config.ffn_hidden, kMaxWidth, "ffn_hidden");
+  at_most(config.embed_dim, kMaxWidth, "embed_dim");
+  at_most(config.vocab, kMaxSize, "vocab");
+  at_most(config.seq_len, kMaxSize, "seq_len");
+  at_most(config.position_offset, kMaxSize, "position_offset");
   if (config.position_offset < 0) {
     throw InputError(source, "field 'position_offset'",
                      fmt::format("expected 0 or more, got {}", config.position_offset));

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <limits>
 
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/limits.h"
 
 namespace hyperpipe::plan {
 namespace {
@@ -17,9 +17,7 @@ model::Recompute read_recompute(const YamlField& field) {
 }
 
 int read_count(const YamlField& field) {
-  const int64_t value = field.as_positive_int();
-  if (value > std::numeric_limits<int>::max()) field.fail("a smaller positive integer");
-  return static_cast<int>(value);
+  return static_cast<int>(field.as_positive_int());
 }
 
 void read_schedule(const YamlField& field, Plan& plan) {
@@ -88,7 +86,8 @@ Plan read_plan(const YamlField& root) {
   plan.cluster = root.required("cluster").as_string();
   if (auto seq = root.optional("seq_len")) plan.seq_len = seq->as_positive_int();
   plan.micro_batch_size = root.required("micro_batch_size").as_positive_int();
-  plan.micro_batches = read_count(root.required("micro_batches"));
+  const YamlField micro_batches = root.required("micro_batches");
+  plan.micro_batches = static_cast<int>(micro_batches.as_positive_int(kMaxMicroBatches));
   if (auto kind = root.optional("schedule")) read_schedule(*kind, plan);
   model::Recompute recompute = model::Recompute::none;
   if (auto field = root.optional("recompute")) recompute = read_recompute(*field);
@@ -105,6 +104,11 @@ Plan read_plan(const YamlField& root) {
     plan.stages.push_back(std::move(stage));
   }
   const int count = static_cast<int>(plan.stages.size());
+  // A schedule holds about three ops per stage and micro-batch; keep it in memory.
+  if (static_cast<int64_t>(count) * plan.micro_batches * 3 > kMaxScheduleOps) {
+    micro_batches.fail(
+        fmt::format("at most {} micro-batches with {} stages", kMaxScheduleOps / 3 / count, count));
+  }
   if (count % plan.chunks != 0) {
     stages.fail(fmt::format("a multiple of chunks = {} stages", plan.chunks));
   }

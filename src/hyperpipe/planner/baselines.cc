@@ -1,6 +1,7 @@
 #include "hyperpipe/planner/baselines.h"
 
 #include "hyperpipe/cluster/gpu_catalogue.h"
+#include "hyperpipe/common/limits.h"
 #include "hyperpipe/planner/layer_split.h"
 
 namespace hyperpipe::planner {
@@ -72,7 +73,7 @@ std::vector<std::string> baseline_names() {
 std::vector<int64_t> micro_batch_candidates(int64_t global_batch, int64_t limit) {
   std::vector<int64_t> sizes;
   for (int64_t b = 1; b <= std::min(global_batch, limit); b *= 2) {
-    if (global_batch % b == 0) sizes.push_back(b);
+    if (global_batch % b == 0 && global_batch / b <= kMaxMicroBatches) sizes.push_back(b);
   }
   return sizes;
 }
@@ -103,6 +104,7 @@ std::optional<ScoredPlan> best_baseline(const cost::CostModel& costs, const Batc
           plan.stages.push_back(
               {s == 0 ? 0 : ends[s - 1], ends[s], groups[s], group_size, 1, recompute});
         }
+        if (!simulatable(plan)) continue;
         ScoredPlan scored = score_plan(costs, plan, std::string(to_string(baseline)));
         const bool fits = scored.fits;
         if (!best || preferred(scored, *best)) best = std::move(scored);

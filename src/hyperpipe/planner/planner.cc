@@ -74,6 +74,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     order_seen[candidate.pipeline.order] = true;
     if (static_cast<int>(i) >= kRescoredCandidates && !first_of_order) continue;
     const plan::Plan plan = to_plan(candidate, classes, shapes[candidate.micro_batch], request);
+    if (!simulatable(plan)) continue;
     ScoredPlan scored = best_schedule(costs, plan, order_label(classes, candidate.pipeline.order));
     scored.estimate = candidate.pipeline.objective;
     if (first_of_order) result.per_order.push_back(scored);

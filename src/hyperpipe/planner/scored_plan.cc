@@ -3,9 +3,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hyperpipe/common/limits.h"
 #include "hyperpipe/schedule/generators.h"
 
 namespace hyperpipe::planner {
+
+bool simulatable(const plan::Plan& plan) {
+  // About three ops (F, B or BW, a transfer) per stage and micro-batch.
+  return int64_t{3} * static_cast<int64_t>(plan.stages.size()) * plan.micro_batches <=
+         kMaxScheduleOps;
+}
 
 ScoredPlan score_plan(const cost::CostModel& costs, plan::Plan plan, std::string label) {
   ScoredPlan scored;
@@ -91,6 +98,7 @@ ScoredPlan best_schedule(const cost::CostModel& costs, const plan::Plan& plan,
   if (preferred(zero_bubble, best)) best = std::move(zero_bubble);
   for (int chunks : kInterleaveChunks) {
     if (auto interleaved = interleave(plan, chunks)) {
+      if (!simulatable(*interleaved)) continue;
       ScoredPlan scored = score_plan(costs, *interleaved, label);
       if (preferred(scored, best)) best = std::move(scored);
     }

@@ -30,6 +30,10 @@ struct ScoredPlan {
   double iteration_time() const { return simulation.output.iteration_time; }
 };
 
+// Whether the plan's schedule stays within kMaxScheduleOps (limits.h), so simulating it
+// fits in memory.
+bool simulatable(const plan::Plan& plan);
+
 ScoredPlan score_plan(const cost::CostModel& costs, plan::Plan plan, std::string label);
 
 // The plan under each schedule that keeps each device group's layers (1F1B, the
