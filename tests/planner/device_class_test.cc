@@ -48,5 +48,26 @@ TEST(AssignDevices, LargestFirstAndAligned) {
   EXPECT_THROW(assign_devices(classes[0], {16, 1}), std::invalid_argument);
 }
 
+TEST(AssignDevices, GroupsStayInsideNodesOfSix) {
+  const std::string text =
+      "nodes:\n  - {name: a, gpu: T4, count: 6}\n  - {name: b, gpu: T4, count: 6}\n"
+      "links:\n  intra_node: {bandwidth: 16, latency: 5}\n  intra_island: {bandwidth: 1, "
+      "latency: 50}\n";
+  const auto cluster = cluster::read_cluster_yaml(YamlField::load_string(text, "six"));
+  const auto classes = device_classes(cluster);
+  // 3 + 2 fill node a up to 5; the next 2 must not take device 5 and 6 across the nodes.
+  const auto groups = assign_devices(classes[0], {3, 2, 2, 3});
+  for (const auto& group : groups) {
+    for (int device : group) {
+      EXPECT_EQ(cluster.devices()[device].node, cluster.devices()[group.front()].node)
+          << "group starting at " << group.front();
+    }
+  }
+  EXPECT_EQ(groups[0], (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(groups[3], (std::vector<int>{3, 4, 5}));
+  EXPECT_EQ(groups[1], (std::vector<int>{6, 7}));
+  EXPECT_EQ(groups[2], (std::vector<int>{8, 9}));
+}
+
 }  // namespace
 }  // namespace hyperpipe::planner

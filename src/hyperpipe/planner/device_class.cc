@@ -27,8 +27,11 @@ std::vector<DeviceClass> device_classes(const cluster::Cluster& cluster) {
     DeviceClass& cls = classes[it->second];
     cls.node_size = std::min(cls.node_size, node.gpu_count);
     ++cls.nodes;
+    cls.node_devices.emplace_back();
     for (const auto& device : cluster.devices()) {
-      if (device.node == n) cls.devices.push_back(device.id);
+      if (device.node != n) continue;
+      cls.devices.push_back(device.id);
+      cls.node_devices.back().push_back(device.id);
     }
   }
   return classes;
@@ -61,15 +64,21 @@ std::vector<std::vector<int>> assign_devices(const DeviceClass& cls,
   std::iota(by_size.begin(), by_size.end(), 0);
   std::stable_sort(by_size.begin(), by_size.end(),
                    [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+  std::vector<size_t> used(cls.node_devices.size(), 0);  // devices taken per node
   std::vector<std::vector<int>> groups(sizes.size());
-  size_t next = 0;
   for (size_t stage : by_size) {
-    if (next + sizes[stage] > cls.devices.size()) {
-      throw std::invalid_argument("stage groups do not fit class " + cls.name);
+    const int piece = std::min(sizes[stage], cls.node_size);
+    for (int taken = 0; taken < sizes[stage]; taken += piece) {
+      size_t node = 0;
+      while (node < used.size() && used[node] + piece > cls.node_devices[node].size()) ++node;
+      if (node == used.size()) {
+        throw std::invalid_argument("stage groups do not fit the nodes of class " + cls.name);
+      }
+      const auto& devices = cls.node_devices[node];
+      groups[stage].insert(groups[stage].end(), devices.begin() + static_cast<long>(used[node]),
+                           devices.begin() + static_cast<long>(used[node] + piece));
+      used[node] += piece;
     }
-    groups[stage].assign(cls.devices.begin() + static_cast<long>(next),
-                         cls.devices.begin() + static_cast<long>(next + sizes[stage]));
-    next += sizes[stage];
   }
   return groups;
 }

@@ -13,8 +13,9 @@ struct DeviceClass {
   std::string name;  // "A100-40GB@ampere"
   std::string gpu_type;
   int island = 0;
-  std::vector<int> devices;  // global ids, node by node
-  int node_size = 1;         // GPUs per node (the smallest node of the class)
+  std::vector<int> devices;                    // global ids, node by node
+  std::vector<std::vector<int>> node_devices;  // the same, per node
+  int node_size = 1;                           // GPUs per node (the smallest node of the class)
   int nodes = 0;
   int count() const { return static_cast<int>(devices.size()); }
 };
@@ -36,8 +37,9 @@ inline constexpr int kSubNodeGroupsUpToNodes = 4;
 std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t heads, int64_t max_dp);
 
 // Device ids for each stage (in pipeline order) of one class: groups are handed out
-// largest first, each aligned to its size, so no group of a node or less straddles two
-// nodes. `sizes` must fit the class.
+// largest first, in pieces of at most a node, each piece inside one node (first fit), so
+// no tensor-parallel group straddles two nodes. Throws std::invalid_argument when the
+// pieces do not fit the class's nodes.
 std::vector<std::vector<int>> assign_devices(const DeviceClass& cls, const std::vector<int>& sizes);
 
 }  // namespace hyperpipe::planner

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/log.h"
@@ -73,7 +74,15 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     const bool first_of_order = !order_seen[candidate.pipeline.order];
     order_seen[candidate.pipeline.order] = true;
     if (static_cast<int>(i) >= kRescoredCandidates && !first_of_order) continue;
-    const plan::Plan plan = to_plan(candidate, classes, shapes[candidate.micro_batch], request);
+    plan::Plan plan;
+    try {
+      plan = to_plan(candidate, classes, shapes[candidate.micro_batch], request);
+    } catch (const std::invalid_argument& error) {
+      // The search counts devices per class; a rare mix of group sizes may not pack into
+      // the nodes without splitting a group.
+      log().debug("planner: skipping a candidate: {}", error.what());
+      continue;
+    }
     if (!simulatable(plan)) continue;
     ScoredPlan scored = best_schedule(costs, plan, order_label(classes, candidate.pipeline.order));
     scored.estimate = candidate.pipeline.objective;
