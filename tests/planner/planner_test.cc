@@ -6,6 +6,7 @@
 
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/plan/plan_checks.h"
 
@@ -47,6 +48,31 @@ TEST(Planner, MixedClusterPlanFitsAndBeatsEveryBaseline) {
   const PlanResult again = make_plan(costs, request("gpt3-2.7b", "a100-v100-t4", 64));
   EXPECT_EQ(again.best.plan.stages.size(), result.best.plan.stages.size());
   EXPECT_DOUBLE_EQ(again.best.iteration_time(), result.best.iteration_time());
+}
+
+TEST(Planner, HomogeneousClusterSplitsNearlyEvenly) {
+  // Eight single-GPU A100 nodes: GPT-3 2.7B does not fit one GPU, so it is pipelined;
+  // with identical devices the blocks spread evenly, give or take what the embedding and
+  // the (heavy) head cost and what the front stages' 1F1B memory allows.
+  std::string yaml = "nodes:\n";
+  for (int n = 0; n < 8; ++n)
+    yaml += "  - {name: n" + std::to_string(n) + ", gpu: A100-40GB, count: 1}\n";
+  yaml += "links:\n  intra_island: {bandwidth: 100 Gbit/s, latency: 5 us}\n";
+  const auto cluster = cluster::read_cluster_yaml(YamlField::load_string(yaml, "homogeneous"));
+  const auto model = model::load_model("gpt3-2.7b");
+  const cost::CostModel costs(model, cluster);
+  const PlanResult result = make_plan(costs, request("gpt3-2.7b", "homogeneous", 64));
+  const auto& stages = result.best.plan.stages;
+  ASSERT_GE(stages.size(), 2u);
+  int fewest = 1000, most = 0;
+  for (const auto& stage : stages) {
+    EXPECT_EQ(stage.devices.size(), stages.front().devices.size());  // equal groups
+    const int blocks = stage.end_layer - stage.first_layer - (stage.first_layer == 0) -
+                       (stage.end_layer == model.num_layers());
+    fewest = std::min(fewest, blocks);
+    most = std::max(most, blocks);
+  }
+  EXPECT_LE(most - fewest, 2);
 }
 
 TEST(Planner, ModelThatBarelyFitsUsesRecomputationOrMoreStages) {
