@@ -1,6 +1,5 @@
 #include "hyperpipe/cli/output_format.h"
 
-#include <map>
 #include <string>
 
 #include "hyperpipe/common/limits.h"
@@ -8,10 +7,15 @@
 namespace hyperpipe::cli {
 
 void add_format_option(CLI::App& command, OutputFormat& format) {
-  const std::map<std::string, OutputFormat> names{{"table", OutputFormat::table},
-                                                  {"json", OutputFormat::json}};
-  command.add_option("--format", format, "Output: readable tables or JSON for scripts")
-      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case))
+  command
+      .add_option_function<std::string>(
+          "--format",
+          [&format](const std::string& name) {
+            format = name == "json" ? OutputFormat::json : OutputFormat::table;
+          },
+          "Output: readable tables or JSON for scripts")
+      ->transform(CLI::IsMember({"table", "json"}, CLI::ignore_case))
+      ->type_name("table|json")
       ->default_str("table");
 }
 
