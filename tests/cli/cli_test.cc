@@ -50,7 +50,7 @@ TEST(Cli, ModelsListsTheCatalogue) {
   for (const char* name : {"gpt2-124m", "gpt3-175b", "opt-350m", "llama2-70b", "llama3-8b"}) {
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
   }
-  const Result json = run("models --format json");
+  const Result json = run("models --format JSON");  // any letter case
   ASSERT_EQ(json.exit_code, 0);
   const auto parsed = nlohmann::json::parse(json.out);
   EXPECT_EQ(parsed["models"].size(), 18u);
