@@ -16,15 +16,13 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // (layers [e, next cell's e)) of class order[k] holding u units of its devices. Kept small: the
 // cells are reset for every bound.
 struct Cell {
-  double value = kInfinity;  // Σ (τ + 2λ), or the bottleneck in bottleneck mode
+  double value = kInfinity;  // Σ (τ + 2λ)
   double worst = 0;          // bottleneck of that way
   int next = -1;             // cell of the stage after this one (-1: this is the last)
   int16_t shape = 0;         // of the first stage
   int8_t recompute = 0;      // of the first stage
   uint32_t run = 0;          // the run that wrote it; older cells count as empty
 };
-
-enum class Mode { sum, bottleneck };
 
 class Dp {
  public:
@@ -53,9 +51,8 @@ class Dp {
 
   // Runs the DP with every τ and λ at most `bound`; returns the index of the best cell
   // covering the whole chain, or -1.
-  int run(Mode mode, double bound) {
+  int run(double bound) {
     ++run_;  // every cell written by an earlier run is now empty, without touching it
-    mode_ = mode;
     bound_ = bound;
     const int last = static_cast<int>(order_.size()) - 1;
     place_stage(-1, -1, last, 0, 0, layers_);
@@ -167,8 +164,7 @@ class Dp {
           candidate.worst = time;
         } else {
           const Cell& rest = cells_[from];
-          candidate.value =
-              mode_ == Mode::sum ? rest.value + time + 2 * link : std::max(rest.value, step);
+          candidate.value = rest.value + time + 2 * link;
           candidate.worst = std::max(rest.worst, step);
         }
         candidate.next = from;
@@ -191,7 +187,6 @@ class Dp {
   std::vector<int> unit_;  // per class: devices per unit of `u`
   int max_used_ = 0;
   int max_stages_ = 0;
-  Mode mode_ = Mode::sum;
   double bound_ = kInfinity;
   uint32_t run_ = 0;
   std::vector<Cell> cells_;
@@ -235,21 +230,31 @@ class DeviceTimeBound {
   }
 
   double operator()(const std::vector<int>& order, int micro_batches) const {
+    return pass(order) + (micro_batches - 1) * average_stage(order);
+  }
+
+  // max τ of any pipeline of the order: at least the device-weighted average stage time.
+  double average_stage(const std::vector<int>& order) const {
     double work = 0;
-    double pass = 0;
     double devices = 0;
     for (int l = 0; l < oracle_.num_layers(); ++l) {
       double cheapest = kInfinity;
-      double quickest = kInfinity;
-      for (int c : order) {
-        cheapest = std::min(cheapest, device_time_[c][l]);
-        quickest = std::min(quickest, fastest_[c][l]);
-      }
+      for (int c : order) cheapest = std::min(cheapest, device_time_[c][l]);
       work += cheapest;
-      pass += quickest;
     }
     for (int c : order) devices += oracle_.class_size(c);
-    return pass + (micro_batches - 1) * work / devices;
+    return work / devices;
+  }
+
+  // Σ τ of any pipeline of the order: every layer once, at its fastest.
+  double pass(const std::vector<int>& order) const {
+    double total = 0;
+    for (int l = 0; l < oracle_.num_layers(); ++l) {
+      double quickest = kInfinity;
+      for (int c : order) quickest = std::min(quickest, fastest_[c][l]);
+      total += quickest;
+    }
+    return total;
   }
 
  private:
@@ -320,19 +325,20 @@ std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOp
   const DeviceTimeBound bound_of(oracle);
   for (size_t index : work) {
     if (bound_of(all_orders[index], options.micro_batches) >= to_beat()) continue;
-    // The order's tightest bottleneck: (m − 1)·floor bounds its objective from below, so
-    // only bottlenecks under to_beat / (m − 1) matter.
     Dp dp(oracle, all_orders[index], options);
     const double limit = to_beat();
-    const int tightest = dp.run(Mode::bottleneck, m1 > 0 ? limit / m1 : limit);
-    if (tightest < 0) continue;
-    const double floor = dp.cell(tightest).value;
-    if (m1 * floor >= limit) continue;
+    // Σ τ is at least one fastest pass, so a bottleneck w only wins under
+    // (limit − pass) / (m − 1).
+    const double pass = bound_of.pass(all_orders[index]);
+    const double widest = m1 > 0 ? (limit - pass) / m1 : limit;
+    // The bottleneck of any pipeline of the order is at least the device-weighted average
+    // stage time. (Computing the true tightest bottleneck with its own DP run measured
+    // slower than the extra Σ runs this looser bound costs.)
+    const double floor = bound_of.average_stage(all_orders[index]);
     std::optional<Pipeline> best;
-    // A bottleneck w costs at least (m − 1)·w: nothing above limit / (m − 1) can win.
-    double bound = m1 > 0 ? limit / m1 : kInfinity;
+    double bound = m1 > 0 ? widest : kInfinity;
     while (bound >= floor) {
-      const int at = dp.run(Mode::sum, bound);
+      const int at = dp.run(bound);
       if (at < 0) break;
       const Cell& found = dp.cell(at);
       const double j = found.value + m1 * found.worst;
@@ -342,7 +348,10 @@ std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOp
       // Tighter bounds give Σ ≥ found.value and a bottleneck ≥ the floor.
       const double beat = std::min(best->objective, to_beat());
       if (found.value + m1 * floor >= beat) break;
+      // Beyond the bottleneck just found, a pipeline with Σ ≥ found.value only wins with a
+      // bottleneck under (beat − found.value) / (m − 1).
       bound = std::nextafter(found.worst, -kInfinity);
+      if (m1 > 0) bound = std::min(bound, std::nextafter((beat - found.value) / m1, -kInfinity));
     }
     if (best && best->objective < options.prune_above) {
       result.insert(std::upper_bound(result.begin(), result.end(), *best), *best);

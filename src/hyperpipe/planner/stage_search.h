@@ -11,8 +11,10 @@
 // Dynamic programming in the style of Alpa's stage construction, extended to several
 // device classes as in HARP (arXiv 2509.24859): for a bound t on every τ and λ, a DP over
 // (first layer, class, devices used in it, stages after) minimises Σ; bounds are visited
-// from the loosest down, each just below the last solution's bottleneck, and the sweep
-// stops when no tighter bound can win.
+// from the loosest that can still win down, each below both the last solution's
+// bottleneck and what a pipeline with at least its Σ could afford, and the sweep stops
+// when no tighter bound can win. Orders whose cheap lower bound (one fastest pass plus
+// (m − 1) × the device-weighted average stage time) cannot win are not searched.
 #pragma once
 
 #include <limits>
