@@ -233,17 +233,24 @@ class DeviceTimeBound {
     return pass(order) + (micro_batches - 1) * average_stage(order);
   }
 
-  // max τ of any pipeline of the order: at least the device-weighted average stage time.
+  // max τ of any pipeline of the order: at least the device-weighted average stage time,
+  // and at least the slowest layer at its fastest (a stage holds one layer or more).
   double average_stage(const std::vector<int>& order) const {
     double work = 0;
     double devices = 0;
+    double slowest_layer = 0;
     for (int l = 0; l < oracle_.num_layers(); ++l) {
       double cheapest = kInfinity;
-      for (int c : order) cheapest = std::min(cheapest, device_time_[c][l]);
+      double quickest = kInfinity;
+      for (int c : order) {
+        cheapest = std::min(cheapest, device_time_[c][l]);
+        quickest = std::min(quickest, fastest_[c][l]);
+      }
       work += cheapest;
+      slowest_layer = std::max(slowest_layer, quickest);
     }
     for (int c : order) devices += oracle_.class_size(c);
-    return work / devices;
+    return std::max(work / devices, slowest_layer);
   }
 
   // Σ τ of any pipeline of the order: every layer once, at its fastest.
