@@ -9,6 +9,7 @@
 #include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/plan/plan_checks.h"
+#include "hyperpipe/planner/candidate_search.h"
 
 namespace hyperpipe::planner {
 namespace {
@@ -73,6 +74,28 @@ TEST(Planner, HomogeneousClusterSplitsNearlyEvenly) {
     most = std::max(most, blocks);
   }
   EXPECT_LE(most - fewest, 2);
+}
+
+TEST(CandidateSearch, PruningNeverChangesTheBest) {
+  // The probe, the bounds across micro-batch sizes and orders: the same best objective as
+  // searching every order of every size to its end.
+  for (const char* name : {"a100-v100-t4", "h100-a100-islands"}) {
+    const auto model = model::load_model("gpt3-2.7b");
+    const auto cluster = cluster::load_cluster(name);
+    const cost::CostModel costs(model, cluster);
+    const auto classes = device_classes(cluster);
+    CandidateOptions options;
+    options.global_batch = 64;
+    options.micro_batch_sizes = micro_batch_candidates(64, kMaxMicroBatch);
+    const auto pruned = search_candidates(costs, classes, options);
+    options.every_order = true;
+    const auto full = search_candidates(costs, classes, options);
+    ASSERT_FALSE(pruned.candidates.empty());
+    EXPECT_DOUBLE_EQ(pruned.candidates.front().pipeline.objective,
+                     full.candidates.front().pipeline.objective)
+        << name;
+    EXPECT_EQ(pruned.candidates.front().micro_batch, full.candidates.front().micro_batch) << name;
+  }
 }
 
 TEST(Planner, ModelThatBarelyFitsUsesRecomputationOrMoreStages) {

@@ -33,13 +33,33 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
     sizes.push_back({b, std::move(oracle), bound});
   }
 
+  // A quick probe first: the fastest order alone for every size, whose pipelines bound
+  // the full searches below from the start.
+  auto& found = result.candidates;
+  if (!options.every_order) {
+    for (const Size& size : sizes) {
+      SearchOptions probe;
+      probe.micro_batches = static_cast<int>(options.global_batch / size.micro_batch);
+      probe.max_stages = options.max_stages;
+      probe.max_orders = 1;
+      for (auto& pipeline : search_pipelines(*size.oracle, probe)) {
+        found.push_back({std::move(pipeline), size.micro_batch});
+      }
+    }
+  }
+  const auto seen = [&](int64_t micro_batch, const std::vector<int>& order) {
+    for (const auto& c : found) {
+      if (c.micro_batch == micro_batch && c.pipeline.order == order) return true;
+    }
+    return false;
+  };
+
   for (const Size& size : sizes) {
     SearchOptions search;
     search.micro_batches = static_cast<int>(options.global_batch / size.micro_batch);
     search.max_stages = options.max_stages;
     search.keep = options.keep;
     search.per_order = options.every_order;
-    auto& found = result.candidates;
     if (!options.every_order && static_cast<int>(found.size()) >= options.keep) {
       // Only what could enter the best few of all sizes so far.
       std::vector<double> objectives;
@@ -49,6 +69,7 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
       if (size.bound >= search.prune_above) continue;
     }
     for (auto& pipeline : search_pipelines(*size.oracle, search)) {
+      if (seen(size.micro_batch, pipeline.order)) continue;  // the probe's, already kept
       found.push_back({std::move(pipeline), size.micro_batch});
     }
   }

@@ -70,23 +70,4 @@ CostOracle::CostOracle(const cost::CostModel& costs, const std::vector<DeviceCla
   }
 }
 
-double CostOracle::stage_time(int cls, int shape, int first, int end,
-                              model::Recompute recompute) const {
-  const auto& time = tables_[cls][shape].time[recompute_index(recompute)];
-  return time[end] - time[first];
-}
-
-bool CostOracle::fits(int cls, int shape, int first, int end, model::Recompute recompute,
-                      int in_flight) const {
-  const Table& t = tables_[cls][shape];
-  const auto& act = t.activations[recompute_index(recompute)];
-  const double bytes =
-      t.static_bytes[end] - t.static_bytes[first] + in_flight * (act[end] - act[first]);
-  return bytes <= t.available;
-}
-
-double CostOracle::link_time(int cls, int shape, int next_cls, int end) const {
-  return tables_[cls][shape].link[next_cls][end];
-}
-
 }  // namespace hyperpipe::planner

@@ -11,7 +11,7 @@
 
 namespace hyperpipe::planner {
 
-class CostOracle : public StageOracle {
+class CostOracle final : public StageOracle {
  public:
   CostOracle(const cost::CostModel& costs, const std::vector<DeviceClass>& classes,
              int64_t micro_batch, int64_t seq_len);
@@ -20,11 +20,23 @@ class CostOracle : public StageOracle {
   int num_classes() const override { return static_cast<int>(classes_.size()); }
   int class_size(int cls) const override { return classes_[cls].count(); }
   const std::vector<Shape>& shapes(int cls) const override { return shapes_[cls]; }
+  // Defined here so the search, instantiated for this final class, inlines them.
   double stage_time(int cls, int shape, int first, int end,
-                    model::Recompute recompute) const override;
+                    model::Recompute recompute) const override {
+    const auto& time = tables_[cls][shape].time[static_cast<size_t>(recompute)];
+    return time[end] - time[first];
+  }
   bool fits(int cls, int shape, int first, int end, model::Recompute recompute,
-            int in_flight) const override;
-  double link_time(int cls, int shape, int next_cls, int end) const override;
+            int in_flight) const override {
+    const Table& t = tables_[cls][shape];
+    const auto& act = t.activations[static_cast<size_t>(recompute)];
+    const double bytes =
+        t.static_bytes[end] - t.static_bytes[first] + in_flight * (act[end] - act[first]);
+    return bytes <= t.available;
+  }
+  double link_time(int cls, int shape, int next_cls, int end) const override {
+    return tables_[cls][shape].link[next_cls][end];
+  }
 
   // The representative device group of a shape (the class's first devices).
   const cost::DeviceGroup& group(int cls, int shape) const { return tables_[cls][shape].group; }

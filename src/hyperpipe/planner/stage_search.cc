@@ -7,6 +7,8 @@
 #include <memory>
 #include <numeric>
 
+#include "hyperpipe/planner/cost_oracle.h"
+
 namespace hyperpipe::planner {
 namespace {
 
@@ -24,9 +26,12 @@ struct Cell {
   uint32_t run = 0;          // the run that wrote it; older cells count as empty
 };
 
+// Templated on the oracle so that the cost model's oracle (a final class) is called
+// without virtual dispatch in the innermost loop.
+template <typename Oracle>
 class Dp {
  public:
-  Dp(const StageOracle& oracle, const std::vector<int>& order, const SearchOptions& options)
+  Dp(const Oracle& oracle, const std::vector<int>& order, const SearchOptions& options)
       : oracle_(oracle),
         order_(order),
         options_(options),
@@ -180,7 +185,7 @@ class Dp {
     }
   }
 
-  const StageOracle& oracle_;
+  const Oracle& oracle_;
   const std::vector<int>& order_;
   const SearchOptions& options_;
   int layers_;
@@ -299,7 +304,8 @@ double objective(const std::vector<StageChoice>& stages, int micro_batches) {
   return sum + (micro_batches - 1) * worst;
 }
 
-std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOptions& options) {
+template <typename Oracle>
+std::vector<Pipeline> search(const Oracle& oracle, const SearchOptions& options) {
   const auto all_orders = all_orders_of(oracle.num_classes());
 
   // Promising orders first, so the objective to beat drops early: by the combined speed
@@ -330,9 +336,12 @@ std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOp
     return std::min(options.prune_above, result[options.keep - 1].objective);
   };
   const DeviceTimeBound bound_of(oracle);
+  if (options.max_orders > 0 && static_cast<int>(work.size()) > options.max_orders) {
+    work.resize(options.max_orders);
+  }
   for (size_t index : work) {
     if (bound_of(all_orders[index], options.micro_batches) >= to_beat()) continue;
-    Dp dp(oracle, all_orders[index], options);
+    Dp<Oracle> dp(oracle, all_orders[index], options);
     const double limit = to_beat();
     // Σ τ is at least one fastest pass, so a bottleneck w only wins under
     // (limit − pass) / (m − 1).
@@ -365,6 +374,11 @@ std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOp
     }
   }
   return result;
+}
+
+std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOptions& options) {
+  if (const auto* costs = dynamic_cast<const CostOracle*>(&oracle)) return search(*costs, options);
+  return search(oracle, options);
 }
 
 }  // namespace hyperpipe::planner

@@ -56,6 +56,9 @@ struct SearchOptions {
   // Only pipelines below this objective are wanted (e.g. the best of another
   // micro-batch size).
   double prune_above = std::numeric_limits<double>::infinity();
+  // Search only the first this many orders, fastest classes first (0: all). A quick probe
+  // whose result bounds a full search.
+  int max_orders = 0;
 };
 
 // The best pipeline of each class order that was not pruned, best first: the first
