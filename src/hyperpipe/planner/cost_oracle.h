@@ -38,6 +38,30 @@ class CostOracle final : public StageOracle {
     return tables_[cls][shape].link[next_cls][end];
   }
 
+  // One (class, shape)'s prefix sums as raw arrays, for the search's innermost loop.
+  struct View {
+    const double* time[3];
+    const double* activations[3];
+    const double* static_bytes;
+    double available;
+
+    double stage_time(int first, int end, int option) const {
+      return time[option][end] - time[option][first];
+    }
+    bool fits(int first, int end, int option, int in_flight) const {
+      const double* act = activations[option];
+      return static_bytes[end] - static_bytes[first] + in_flight * (act[end] - act[first]) <=
+             available;
+    }
+  };
+  View view(int cls, int shape) const {
+    const Table& t = tables_[cls][shape];
+    return {{t.time[0].data(), t.time[1].data(), t.time[2].data()},
+            {t.activations[0].data(), t.activations[1].data(), t.activations[2].data()},
+            t.static_bytes.data(),
+            t.available};
+  }
+
   // The representative device group of a shape (the class's first devices).
   const cost::DeviceGroup& group(int cls, int shape) const { return tables_[cls][shape].group; }
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <type_traits>
 
 #include "hyperpipe/planner/cost_oracle.h"
 
@@ -151,36 +152,49 @@ class Dp {
       if (used + size > units(cls)) continue;
       const double link = from < 0 ? 0.0 : oracle_.link_time(cls, g, next_cls, end);
       if (link > bound_) continue;
-      // More layers need at least as much recomputation: the option only moves forward.
-      int option = 0;
-      for (int first = end - 1; first >= 0; --first) {
-        while (option < 3 &&
-               !oracle_.fits(cls, g, first, end, kRecomputeOptions[option], in_flight)) {
-          ++option;
-        }
-        if (option == 3) break;  // more layers will not fit either
-        const model::Recompute recompute = kRecomputeOptions[option];
-        const double time = oracle_.stage_time(cls, g, first, end, recompute);
-        if (time > bound_) break;  // nor will they be faster
-        Cell candidate;
-        const double step = std::max(time, link);
-        if (from < 0) {
-          candidate.value = time;
-          candidate.worst = time;
-        } else {
-          const Cell& rest = cells_[from];
-          candidate.value = rest.value + time + 2 * link;
-          candidate.worst = std::max(rest.worst, step);
-        }
-        candidate.next = from;
-        candidate.shape = static_cast<int16_t>(g);
-        candidate.recompute = static_cast<int8_t>(recompute);
-        const int to = index(first, k, used + size, after + 1);
-        Cell& target = cells_[to];
-        if (better(candidate, value_of(to) == kInfinity ? nullptr : &target)) {
-          target = candidate;
-          target.run = run_;
-        }
+      if constexpr (std::is_same_v<Oracle, CostOracle>) {
+        const auto view = oracle_.view(cls, g);
+        place_ranges(
+            from, k, used + size, after, end, g, link,
+            [&](int first, int option) { return view.fits(first, end, option, in_flight); },
+            [&](int first, int option) { return view.stage_time(first, end, option); });
+      } else {
+        place_ranges(
+            from, k, used + size, after, end, g, link,
+            [&](int first, int option) {
+              return oracle_.fits(cls, g, first, end, kRecomputeOptions[option], in_flight);
+            },
+            [&](int first, int option) {
+              return oracle_.stage_time(cls, g, first, end, kRecomputeOptions[option]);
+            });
+      }
+    }
+  }
+
+  // The layer ranges [first, end) for one shape g of class order[k], longest last.
+  template <typename Fits, typename Time>
+  void place_ranges(int from, int k, int target_used, int after, int end, int g, double link,
+                    const Fits& fits, const Time& time_of) {
+    const double rest_value = from < 0 ? 0.0 : cells_[from].value;
+    const double rest_worst = from < 0 ? 0.0 : cells_[from].worst;
+    // More layers need at least as much recomputation: the option only moves forward.
+    int option = 0;
+    for (int first = end - 1; first >= 0; --first) {
+      while (option < 3 && !fits(first, option)) ++option;
+      if (option == 3) break;  // more layers will not fit either
+      const double time = time_of(first, option);
+      if (time > bound_) break;  // nor will they be faster
+      Cell candidate;
+      candidate.value = rest_value + time + 2 * link;
+      candidate.worst = std::max({rest_worst, time, link});
+      candidate.next = from;
+      candidate.shape = static_cast<int16_t>(g);
+      candidate.recompute = static_cast<int8_t>(option);
+      const int to = index(first, k, target_used, after + 1);
+      Cell& target = cells_[to];
+      if (better(candidate, value_of(to) == kInfinity ? nullptr : &target)) {
+        target = candidate;
+        target.run = run_;
       }
     }
   }
