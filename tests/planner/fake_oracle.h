@@ -62,6 +62,17 @@ class FakeOracle : public StageOracle {
     return output[end - 1] / s.dp / bandwidth[cls][next_cls];
   }
 
+  // Every layer alike; classes and bandwidths are left for the test to set.
+  static FakeOracle uniform(int layers, double work, double weight, double activation,
+                            double output) {
+    FakeOracle o;
+    o.work.assign(layers, work);
+    o.weights.assign(layers, weight);
+    o.activation.assign(layers, activation);
+    o.output.assign(layers, output);
+    return o;
+  }
+
   // A random instance: `layers` layers, `counts.size()` classes with those device counts.
   static FakeOracle random(std::mt19937& rng, int layers, const std::vector<int>& counts) {
     std::uniform_real_distribution<double> unit(0.5, 2.0);

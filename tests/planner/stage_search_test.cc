@@ -92,11 +92,7 @@ TEST_P(SearchMatchesBruteForce, OnSmallRandomInstances) {
 INSTANTIATE_TEST_SUITE_P(Seeds, SearchMatchesBruteForce, ::testing::Values(1, 2, 3, 4));
 
 TEST(StageSearch, FasterClassGetsMoreLayers) {
-  FakeOracle o;
-  o.work.assign(12, 1.0);
-  o.weights.assign(12, 0.0);
-  o.activation.assign(12, 0.0);
-  o.output.assign(12, 0.0);
+  FakeOracle o = FakeOracle::uniform(12, 1.0, 0.0, 0.0, 0.0);
   o.classes = {{1, 3.0, 1e9, {{1, 1}}}, {1, 1.0, 1e9, {{1, 1}}}};
   o.bandwidth = {{1, 1}, {1, 1}};
   const auto found = search_pipelines(o, {32, 32});
@@ -108,11 +104,7 @@ TEST(StageSearch, FasterClassGetsMoreLayers) {
 }
 
 TEST(StageSearch, HomogeneousClusterRecoversTheEvenSplit) {
-  FakeOracle o;
-  o.work.assign(16, 1.0);
-  o.weights.assign(16, 1.0);
-  o.activation.assign(16, 1.0);
-  o.output.assign(16, 0.01);
+  FakeOracle o = FakeOracle::uniform(16, 1.0, 1.0, 1.0, 0.01);
   o.classes = {{4, 1.0, 1e9, {{1, 1}}}};
   o.bandwidth = {{100}};
   const auto found = search_pipelines(o, {64, 32});
@@ -122,11 +114,7 @@ TEST(StageSearch, HomogeneousClusterRecoversTheEvenSplit) {
 }
 
 TEST(StageSearch, TightMemoryBuysRecomputationOrMoreStages) {
-  FakeOracle o;
-  o.work.assign(8, 1.0);
-  o.weights.assign(8, 0.1);
-  o.activation.assign(8, 1.0);
-  o.output.assign(8, 0.01);
+  FakeOracle o = FakeOracle::uniform(8, 1.0, 0.1, 1.0, 0.01);
   // Eight layers, 4 micro-batches in flight on stage 0 without recomputation: 32 units of
   // activation; the memory holds 6.
   o.classes = {{2, 1.0, 6.0, {{1, 1}}}};

@@ -20,19 +20,13 @@ class CostOracle final : public StageOracle {
   int num_classes() const override { return static_cast<int>(classes_.size()); }
   int class_size(int cls) const override { return classes_[cls].count(); }
   const std::vector<Shape>& shapes(int cls) const override { return shapes_[cls]; }
-  // Defined here so the search, instantiated for this final class, inlines them.
   double stage_time(int cls, int shape, int first, int end,
                     model::Recompute recompute) const override {
-    const auto& time = tables_[cls][shape].time[static_cast<size_t>(recompute)];
-    return time[end] - time[first];
+    return view(cls, shape).stage_time(first, end, static_cast<int>(recompute));
   }
   bool fits(int cls, int shape, int first, int end, model::Recompute recompute,
             int in_flight) const override {
-    const Table& t = tables_[cls][shape];
-    const auto& act = t.activations[static_cast<size_t>(recompute)];
-    const double bytes =
-        t.static_bytes[end] - t.static_bytes[first] + in_flight * (act[end] - act[first]);
-    return bytes <= t.available;
+    return view(cls, shape).fits(first, end, static_cast<int>(recompute), in_flight);
   }
   double link_time(int cls, int shape, int next_cls, int end) const override {
     return tables_[cls][shape].link[next_cls][end];
