@@ -42,6 +42,28 @@ TEST(Plan, JsonRoundTrip) {
   EXPECT_EQ(to_json(again), to_json(plan));
 }
 
+TEST(Plan, ReplicasOfOtherCompositionTakeTheirOwnShare) {
+  const std::string text = R"({"format": "hyperpipe.plan/1", "model": "gpt2", "cluster":
+      "a100-v100-t4", "micro_batch_size": 4, "micro_batches": 12,
+      "stages": [{"layers": [0, 14], "devices": [0, 1, 2, 3]}],
+      "replicas": [{"micro_batch_size": 2, "micro_batches": 8, "schedule": "zb-h1",
+                    "recompute": "full",
+                    "stages": [{"layers": [0, 9], "devices": [4, 5]},
+                               {"layers": [9, 14], "devices": [12, 13]}]}]})";
+  const Plan plan = read_plan(YamlField::load_string(text, "replicas.json"));
+  ASSERT_EQ(plan.pipeline_count(), 2);
+  EXPECT_EQ(plan.global_batch(), 4 * 12 + 2 * 8);
+  const Pipeline& replica = plan.pipeline(1);
+  EXPECT_EQ(replica.schedule, schedule::ScheduleKind::zb_h1);
+  EXPECT_EQ(replica.stages[1].devices, (std::vector<int>{12, 13}));
+  EXPECT_EQ(replica.stages[1].recompute, model::Recompute::full);
+  EXPECT_EQ(plan.schedule, schedule::ScheduleKind::one_f_one_b);  // its own default
+  check_plan(plan, model::load_model("gpt2"), cluster::load_cluster("a100-v100-t4"),
+             "replicas.json");
+  const std::string path = write_temp_file("replicas-round-trip.json", to_json(plan).dump(2));
+  EXPECT_EQ(to_json(load_plan(path)), to_json(plan));
+}
+
 TEST(Plan, InterleavedAndHeteroSchedules) {
   const Plan interleaved = read_plan(YamlField::load_string(R"({
     "format": "hyperpipe.plan/1", "model": "gpt2", "cluster": "a100x8",
@@ -100,7 +122,15 @@ INSTANTIATE_TEST_SUITE_P(
                      "micro_batch_size": 2, "micro_batches": 70000, "stages": []})",
                      "field 'micro_batches': expected a positive integer up to 65536"},
         BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0], "gpus": 1}]})",
-                     "unknown field 'gpus'"}));
+                     "unknown field 'gpus'"},
+        BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0]}],
+                     "replicas": [{"micro_batch_size": 1, "micro_batches": 2, "seq_len": 8,
+                                   "stages": [{"layers": [0, 14], "devices": [1]}]}]})",
+                     "unknown field 'seq_len'"},
+        BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0]}],
+                     "replicas": [{"micro_batches": 2,
+                                   "stages": [{"layers": [0, 14], "devices": [1]}]}]})",
+                     "replicas[0]"}));
 
 struct MisfitCase {
   const char* stages;
@@ -131,7 +161,7 @@ INSTANTIATE_TEST_SUITE_P(
         MisfitCase{R"([{"layers": [0, 7], "devices": [0]}, {"layers": [7, 14], "devices": [16]}])",
                    "device 16 does not exist: cluster a100-v100-t4 has devices 0-15"},
         MisfitCase{R"([{"layers": [0, 7], "devices": [0]}, {"layers": [7, 14], "devices": [0]}])",
-                   "device 0 is already used by stage 0"},
+                   "device 0 is already used by stages[0]"},
         MisfitCase{R"([{"layers": [0, 14], "devices": [3, 4]}])",
                    "a stage runs on one GPU type, but device 3 is a A100-40GB and device 4 a "
                    "V100-16GB"},
@@ -141,7 +171,14 @@ INSTANTIATE_TEST_SUITE_P(
                      "tp": 4}])",
                    "a stage runs on one GPU type"},
         MisfitCase{R"([{"layers": [0, 14], "devices": [4, 5, 6, 7]}])",
-                   "dp = 4 needs a micro-batch of at least 4 sequences, the plan has 2"}));
+                   "dp = 4 needs a micro-batch of at least 4 sequences, the plan has 2"},
+        MisfitCase{R"([{"layers": [0, 14], "devices": [0]}], "replicas": [{"micro_batch_size": 1,
+                     "micro_batches": 4, "stages": [{"layers": [0, 7], "devices": [1]},
+                                                    {"layers": [7, 14], "devices": [0]}]}])",
+                   "replicas[0].stages[1]: device 0 is already used by stages[0]"},
+        MisfitCase{R"([{"layers": [0, 14], "devices": [0]}], "replicas": [{"micro_batch_size": 1,
+                     "micro_batches": 4, "stages": [{"layers": [0, 7], "devices": [1]}]}])",
+                   "replicas[0].stages: the stages cover layers [0, 7)"}));
 
 TEST(Plan, ScheduleMustFitInMemory) {
   // 400 stages × 65,536 micro-batches would be some 80 million ops.

@@ -68,5 +68,88 @@ TEST(PlanSimulation, ExamplePlanRuns) {
   EXPECT_GT(result.output.ranks[1].comm_wait, 0.0);
 }
 
+// gpt3-1.3b over two pipelines of a100x8: pipeline 0 on devices 0-1, pipeline 1 on
+// 2-3, cut after `cut0` and `cut1` layers, with 8 and `micro_batches1` micro-batches.
+plan::Plan two_pipelines(int cut0, int cut1, int micro_batches1) {
+  plan::Plan plan;
+  plan.model = "gpt3-1.3b";
+  plan.cluster = "a100x8";
+  plan.micro_batch_size = 2;
+  plan.micro_batches = 8;
+  plan.stages = {{0, cut0, {0}, 1, 1, model::Recompute::none},
+                 {cut0, 26, {1}, 1, 1, model::Recompute::none}};
+  plan::Pipeline replica = plan;  // the pipeline fields of `plan`
+  replica.micro_batches = micro_batches1;
+  replica.stages = {{0, cut1, {2}, 1, 1, model::Recompute::none},
+                    {cut1, 26, {3}, 1, 1, model::Recompute::none}};
+  plan.replicas.push_back(replica);
+  return plan;
+}
+
+class SeveralPipelines : public ::testing::Test {
+ protected:
+  const model::Model model = model::load_model("gpt3-1.3b");
+  const cluster::Cluster cluster = cluster::load_cluster("a100x8");
+  const cost::CostModel costs{model, cluster};
+  const double gradient_bytes_per_param = 2;  // fp16
+
+  // Ring all-reduce of layers [first, end) over the two pipelines, between two A100s of
+  // one node.
+  double sync(int first, int end) const {
+    return costs.allreduce_time(costs.range_params(first, end, 1) * gradient_bytes_per_param, 2,
+                                cluster.link_between(0, 2));
+  }
+};
+
+TEST_F(SeveralPipelines, IdenticalPipelinesAddTheGradientSumAfterBothAreReduced) {
+  const plan::Plan plan = two_pipelines(13, 13, 8);
+  plan::check_plan(plan, model, cluster, "test");
+  EXPECT_EQ(plan.global_batch(), 32);
+  const PlanSimulation both = simulate_plan(costs, plan);
+  plan::Plan alone = plan;
+  alone.replicas.clear();
+  const PlanSimulation one = simulate_plan(costs, alone);
+
+  ASSERT_EQ(both.output.ranks.size(), 4u);
+  EXPECT_EQ(both.first_rank, (std::vector<int>{0, 2}));
+  EXPECT_EQ(both.devices, 4);
+  // Closed form: the sum starts when the later rank has reduced, then each rank
+  // sums its own layers and steps its optimizer.
+  const auto& ranks = one.output.ranks;
+  const double barrier = std::max(ranks[0].reduced, ranks[1].reduced);
+  const double expected = std::max(barrier + sync(0, 13) + ranks[0].optimizer,
+                                   barrier + sync(13, 26) + ranks[1].optimizer);
+  EXPECT_NEAR(both.output.iteration_time, expected, 1e-12);
+  EXPECT_DOUBLE_EQ(both.stages[0].replica_sync, sync(0, 13));
+  EXPECT_DOUBLE_EQ(both.stages[3].replica_sync, sync(13, 26));
+  EXPECT_DOUBLE_EQ(both.tokens_per_s, 32.0 * 2048 / both.output.iteration_time);
+  EXPECT_EQ(both.output.timeline.tracks[2].name, "pipeline 1, stage 0: A100-80GB ×1 [2]");
+  EXPECT_EQ(both.output.timeline.tracks[3].devices, (std::vector<int>{3}));
+}
+
+TEST_F(SeveralPipelines, GradientsAreSummedPerRunOfLayersHeldTogether) {
+  // Pipeline 0 cuts after 10 layers, pipeline 1 after 13: pipeline 0's second stage sums
+  // layers 10-12 with pipeline 1's first stage and 13-25 with its second.
+  const PlanSimulation result = simulate_plan(costs, two_pipelines(10, 13, 8));
+  EXPECT_DOUBLE_EQ(result.stages[0].replica_sync, sync(0, 10));
+  EXPECT_DOUBLE_EQ(result.stages[1].replica_sync, sync(10, 13) + sync(13, 26));
+  EXPECT_DOUBLE_EQ(result.stages[2].replica_sync, sync(0, 10) + sync(10, 13));
+  EXPECT_DOUBLE_EQ(result.stages[3].replica_sync, sync(13, 26));
+}
+
+TEST_F(SeveralPipelines, TheSmallerShareWaitsForTheLargerAndItsIdleTimeCountsAsBubble) {
+  const PlanSimulation result = simulate_plan(costs, two_pipelines(13, 13, 4));
+  const auto& ranks = result.output.ranks;
+  // Pipeline 1 runs half the micro-batches: it reduces first and waits at the barrier.
+  EXPECT_LT(ranks[2].reduced, ranks[0].reduced);
+  EXPECT_GT(ranks[2].replica_sync, result.stages[2].replica_sync);
+  for (const auto& rank : ranks) {
+    EXPECT_NEAR(rank.busy + rank.comm_wait + rank.bubble + rank.allreduce + rank.replica_sync +
+                    rank.optimizer,
+                result.output.iteration_time, 1e-9);
+  }
+  EXPECT_GT(ranks[2].bubble + ranks[2].replica_sync, ranks[0].bubble + ranks[0].replica_sync);
+}
+
 }  // namespace
 }  // namespace hyperpipe::sim

@@ -62,10 +62,35 @@ json plan_document(const planner::ScoredPlan& scored) {
   return doc;
 }
 
-std::string schedule_text(const plan::Plan& plan) {
+std::string schedule_text(const plan::Pipeline& plan) {
   std::string text(schedule::to_string(plan.schedule));
+  if (plan.chunks > 1) text += fmt::format(" ({} chunks)", plan.chunks);
   if (!plan.warmup.empty()) text += fmt::format(" (warm-up {})", fmt::join(plan.warmup, ","));
   return text;
+}
+
+// The stage table of pipeline p.
+void print_pipeline(const planner::ScoredPlan& scored, int p, std::ostream& out) {
+  const auto& pipeline = scored.plan.pipeline(p);
+  const auto& sim = scored.simulation;
+  const auto reports = sim.pipeline_stages(p);
+  Table table({">Stage", "GPU", "Devices", "dp×tp", "Layers", "Recompute", ">Stage time", ">Memory",
+               ">Available"});
+  for (size_t s = 0; s < pipeline.stages.size(); ++s) {
+    const auto& stage = pipeline.stages[s];
+    const auto& report = *reports[s];
+    const int rank = sim.first_rank[p] + report.rank;
+    table.add_row({std::to_string(s), report.gpu_type, plan::format_devices(stage.devices),
+                   fmt::format("{}×{}", stage.dp, stage.tp),
+                   fmt::format("{}-{}", stage.first_layer, stage.end_layer - 1),
+                   std::string(model::to_string(stage.recompute)),
+                   format_duration(report.compute.total()),
+                   format_bytes(sim.output.ranks[rank].peak_memory_bytes),
+                   format_bytes(sim.memory_capacity[rank])});
+  }
+  table.print(out, "  ");
+  out << fmt::format("\n  {} micro-batches of {}; schedule {}\n", pipeline.micro_batches,
+                     pipeline.micro_batch_size, schedule_text(pipeline));
 }
 
 void print_plan(const planner::ScoredPlan& scored, const std::string& model,
@@ -74,24 +99,22 @@ void print_plan(const planner::ScoredPlan& scored, const std::string& model,
   const auto& sim = scored.simulation;
   out << fmt::format("Plan for {} on {}: global batch {} × {} tokens ({})\n\n", model, cluster,
                      plan.global_batch(), seq, scored.label);
-  Table table({">Stage", "GPU", "Devices", "dp×tp", "Layers", "Recompute", ">Stage time", ">Memory",
-               ">Available"});
-  for (size_t s = 0; s < plan.stages.size(); ++s) {
-    const auto& stage = plan.stages[s];
-    const auto& report = sim.stages[s];
-    const auto& rank = sim.output.ranks[report.rank];
-    table.add_row({std::to_string(s), report.gpu_type, plan::format_devices(stage.devices),
-                   fmt::format("{}×{}", stage.dp, stage.tp),
-                   fmt::format("{}-{}", stage.first_layer, stage.end_layer - 1),
-                   std::string(model::to_string(stage.recompute)),
-                   format_duration(report.compute.total()), format_bytes(rank.peak_memory_bytes),
-                   format_bytes(sim.memory_capacity[report.rank])});
+  if (plan.pipeline_count() == 1) {
+    print_pipeline(scored, 0, out);
+  } else {
+    out << fmt::format(
+        "  {} pipelines of different devices, each holding the whole model and taking its own "
+        "share of the batch; their gradients are summed every iteration.\n",
+        plan.pipeline_count());
+    for (int p = 0; p < plan.pipeline_count(); ++p) {
+      out << fmt::format("\n  Pipeline {}: {} sequences of the batch\n", p,
+                         plan.pipeline(p).samples());
+      print_pipeline(scored, p, out);
+    }
   }
-  table.print(out, "  ");
   out << fmt::format(
-      "\n  {} micro-batches of {}; schedule {}\n  Predicted iteration {}: {} tokens/s, {} per "
-      "GPU over {} GPUs, MFU {:.1f}%, bubble {:.1f}%\n",
-      plan.micro_batches, plan.micro_batch_size, schedule_text(plan),
+      "  Predicted iteration {}: {} tokens/s, {} per GPU over {} GPUs, MFU {:.1f}%, bubble "
+      "{:.1f}%\n",
       format_duration(sim.output.iteration_time), format_count(sim.tokens_per_s),
       format_flop_rate(sim.achieved_flops_per_gpu), sim.devices, 100 * sim.mfu,
       100 * bubble_fraction(scored));

@@ -14,7 +14,8 @@ json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simula
                        int64_t seq_len) {
   json stages = json::array();
   for (const auto& stage : simulation.stages) {
-    stages.push_back({{"stage", stage.stage},
+    stages.push_back({{"pipeline", stage.pipeline},
+                      {"stage", stage.stage},
                       {"rank", stage.rank},
                       {"gpu_type", stage.gpu_type},
                       {"devices", stage.devices},
@@ -28,7 +29,8 @@ json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simula
                       {"source", stage.compute.source()},
                       {"static_memory_bytes",
                        stage.memory.weights + stage.memory.gradients + stage.memory.optimizer},
-                      {"activation_bytes_per_micro_batch", stage.memory.activations}});
+                      {"activation_bytes_per_micro_batch", stage.memory.activations},
+                      {"replica_sync_s", stage.replica_sync}});
   }
   json ranks = json::array();
   const auto& out = simulation.output;
@@ -40,11 +42,22 @@ json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simula
                      {"bubble_s", stats.bubble},
                      {"comm_wait_s", stats.comm_wait},
                      {"allreduce_s", stats.allreduce},
+                     {"replica_sync_s", stats.replica_sync},
                      {"optimizer_s", stats.optimizer},
                      {"peak_in_flight", stats.peak_in_flight},
                      {"peak_memory_bytes", stats.peak_memory_bytes},
                      {"memory_capacity_bytes", simulation.memory_capacity[r]},
                      {"fits", stats.peak_memory_bytes <= simulation.memory_capacity[r]}});
+  }
+  json pipelines = json::array();
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    const auto& pipeline = plan.pipeline(p);
+    pipelines.push_back({{"schedule", schedule::to_string(pipeline.schedule)},
+                         {"chunks", pipeline.chunks},
+                         {"micro_batch_size", pipeline.micro_batch_size},
+                         {"micro_batches", pipeline.micro_batches},
+                         {"stages", pipeline.stages.size()},
+                         {"first_rank", simulation.first_rank[p]}});
   }
   return {{"format", kSimulationFormat},
           {"model", model_name},
@@ -53,6 +66,7 @@ json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simula
           {"chunks", plan.chunks},
           {"micro_batch_size", plan.micro_batch_size},
           {"micro_batches", plan.micro_batches},
+          {"pipelines", pipelines},
           {"global_batch", plan.global_batch()},
           {"seq_len", seq_len},
           {"devices", simulation.devices},
@@ -64,45 +78,82 @@ json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simula
           {"ranks", ranks}};
 }
 
+namespace {
+
+// "12 stages (1f1b), 8 micro-batches of 2" for one pipeline of the report.
+std::string pipeline_summary(const json& pipeline) {
+  const int chunks = pipeline["chunks"].get<int>();
+  return fmt::format(
+      "{} stages ({}{}), {} micro-batches of {}", pipeline["stages"].get<int>(),
+      pipeline["schedule"].get<std::string>(), chunks > 1 ? fmt::format(", {} chunks", chunks) : "",
+      pipeline["micro_batches"].get<int>(), pipeline["micro_batch_size"].get<int64_t>());
+}
+
+}  // namespace
+
 void print_simulation_tables(const json& report, std::ostream& out) {
-  out << fmt::format(
-      "{} on {}: {} stages ({}{}), {} micro-batches of {} (global batch {}, seq {})\n\n",
-      report["model"].get<std::string>(), report["cluster"].get<std::string>(),
-      report["stages"].size(), report["schedule"].get<std::string>(),
-      report["chunks"].get<int>() > 1 ? fmt::format(", {} chunks", report["chunks"].get<int>())
-                                      : "",
-      report["micro_batches"].get<int>(), report["micro_batch_size"].get<int64_t>(),
-      report["global_batch"].get<int64_t>(), report["seq_len"].get<int64_t>());
-  Table stages({">Stage", "GPU", "Devices", "dp×tp", "Layers", ">F", ">B", ">W", "Source"});
+  const auto& pipelines = report["pipelines"];
+  const bool several = pipelines.size() > 1;
+  if (!several) {
+    out << fmt::format("{} on {}: {} (global batch {}, seq {})\n\n",
+                       report["model"].get<std::string>(), report["cluster"].get<std::string>(),
+                       pipeline_summary(pipelines[0]), report["global_batch"].get<int64_t>(),
+                       report["seq_len"].get<int64_t>());
+  } else {
+    out << fmt::format("{} on {}: {} pipelines summing their gradients (global batch {}, seq {})\n",
+                       report["model"].get<std::string>(), report["cluster"].get<std::string>(),
+                       pipelines.size(), report["global_batch"].get<int64_t>(),
+                       report["seq_len"].get<int64_t>());
+    for (size_t p = 0; p < pipelines.size(); ++p) {
+      out << fmt::format("  pipeline {}: {}\n", p, pipeline_summary(pipelines[p]));
+    }
+    out << '\n';
+  }
+  std::vector<std::string> headers{">Stage", "GPU", "Devices", "dp×tp", "Layers",
+                                   ">F",     ">B",  ">W",      "Source"};
+  if (several) headers.insert(headers.begin(), ">Pipeline");
+  Table stages(headers);
   for (const auto& stage : report["stages"]) {
     const auto& devices = stage["devices"];
-    stages.add_row(
-        {std::to_string(stage["stage"].get<int>()), stage["gpu_type"],
-         plan::format_devices(devices.get<std::vector<int>>()),
-         fmt::format("{}×{}", stage["dp"].get<int>(), stage["tp"].get<int>()),
-         fmt::format("{}-{}", stage["layers"][0].get<int>(), stage["layers"][1].get<int>() - 1),
-         format_duration(stage["forward_s"].get<double>()),
-         format_duration(stage["backward_input_s"].get<double>() +
-                         stage["recompute_s"].get<double>()),
-         format_duration(stage["backward_weight_s"].get<double>()), stage["source"]});
+    std::vector<std::string> row{
+        std::to_string(stage["stage"].get<int>()),
+        stage["gpu_type"],
+        plan::format_devices(devices.get<std::vector<int>>()),
+        fmt::format("{}×{}", stage["dp"].get<int>(), stage["tp"].get<int>()),
+        fmt::format("{}-{}", stage["layers"][0].get<int>(), stage["layers"][1].get<int>() - 1),
+        format_duration(stage["forward_s"].get<double>()),
+        format_duration(stage["backward_input_s"].get<double>() +
+                        stage["recompute_s"].get<double>()),
+        format_duration(stage["backward_weight_s"].get<double>()),
+        stage["source"]};
+    if (several) row.insert(row.begin(), std::to_string(stage["pipeline"].get<int>()));
+    stages.add_row(row);
   }
   stages.print(out, "  ");
   out << '\n';
-  Table ranks({"Device group", ">Busy", ">Bubble", ">Comm wait", ">All-reduce", ">Optimizer",
-               ">In flight", ">Peak memory", ">Capacity", ""});
+  std::vector<std::string> rank_headers{
+      "Device group", ">Busy",      ">Bubble",      ">Comm wait", ">All-reduce",
+      ">Optimizer",   ">In flight", ">Peak memory", ">Capacity",  ""};
+  if (several) rank_headers.insert(rank_headers.begin() + 5, ">Replica sync");
+  Table ranks(rank_headers);
   bool overflow = false;
   for (const auto& rank : report["ranks"]) {
     const bool fits = rank["fits"].get<bool>();
     overflow = overflow || !fits;
-    ranks.add_row({rank["name"], format_duration(rank["busy_s"].get<double>()),
-                   format_duration(rank["bubble_s"].get<double>()),
-                   format_duration(rank["comm_wait_s"].get<double>()),
-                   format_duration(rank["allreduce_s"].get<double>()),
-                   format_duration(rank["optimizer_s"].get<double>()),
-                   std::to_string(rank["peak_in_flight"].get<int>()),
-                   format_bytes(rank["peak_memory_bytes"].get<double>()),
-                   format_bytes(rank["memory_capacity_bytes"].get<double>()),
-                   fits ? "" : "DOES NOT FIT"});
+    std::vector<std::string> row{rank["name"],
+                                 format_duration(rank["busy_s"].get<double>()),
+                                 format_duration(rank["bubble_s"].get<double>()),
+                                 format_duration(rank["comm_wait_s"].get<double>()),
+                                 format_duration(rank["allreduce_s"].get<double>()),
+                                 format_duration(rank["optimizer_s"].get<double>()),
+                                 std::to_string(rank["peak_in_flight"].get<int>()),
+                                 format_bytes(rank["peak_memory_bytes"].get<double>()),
+                                 format_bytes(rank["memory_capacity_bytes"].get<double>()),
+                                 fits ? "" : "DOES NOT FIT"};
+    if (several) {
+      row.insert(row.begin() + 5, format_duration(rank["replica_sync_s"].get<double>()));
+    }
+    ranks.add_row(row);
   }
   ranks.print(out, "  ");
   out << fmt::format("\nIteration {}: {} tokens/s, {} per GPU over {} GPUs, MFU {:.1f}%\n",

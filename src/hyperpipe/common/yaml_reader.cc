@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -99,16 +100,17 @@ std::optional<YamlField> YamlField::optional(const std::string& key) const {
 }
 
 void YamlField::allow_only(std::initializer_list<std::string_view> allowed) const {
+  allow_only(std::vector<std::string>(allowed.begin(), allowed.end()));
+}
+
+void YamlField::allow_only(const std::vector<std::string>& allowed) const {
   if (!node_.IsMap()) fail("a mapping");
   for (const auto& entry : node_) {
     if (!entry.first.IsScalar()) fail("a mapping with text keys");
     const std::string key = entry.first.as<std::string>();
-    bool known = false;
-    for (const auto& name : allowed) known = known || key == name;
-    if (known) continue;
-    std::vector<std::string> names(allowed.begin(), allowed.end());
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     throw InputError(source_, child(key, entry.second).where(),
-                     "unknown field '" + key + "'; expected one of: " + join(names));
+                     "unknown field '" + key + "'; expected one of: " + join(allowed));
   }
 }
 

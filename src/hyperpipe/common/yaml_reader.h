@@ -41,6 +41,7 @@ class YamlField {
   // Rejects keys outside `allowed`, so a typo ("gpus:" for "count:") is an error, not a
   // silently ignored field.
   void allow_only(std::initializer_list<std::string_view> allowed) const;
+  void allow_only(const std::vector<std::string>& allowed) const;
   std::vector<std::pair<std::string, YamlField>> entries() const;
 
   // Sequence access; `min_items` rejects an empty list where one makes no sense.

@@ -20,7 +20,7 @@ int read_count(const YamlField& field) {
   return static_cast<int>(field.as_positive_int());
 }
 
-void read_schedule(const YamlField& field, Plan& plan) {
+void read_schedule(const YamlField& field, Pipeline& plan) {
   if (field.is_scalar()) {
     const auto kind = schedule::parse_schedule_kind(field.as_string());
     if (!kind) field.as_choice(schedule::schedule_kind_names());  // throws with the choices
@@ -73,18 +73,11 @@ StagePlan read_stage(const YamlField& entry, model::Recompute default_recompute)
   return stage;
 }
 
-}  // namespace
+// The fields every pipeline has (the plan's own, and each of its replicas).
+const std::vector<std::string> kPipelineFields{"micro_batch_size", "micro_batches", "schedule",
+                                               "recompute", "stages"};
 
-Plan read_plan(const YamlField& root) {
-  if (!root.is_map()) root.fail("a plan: an object with \"format\", \"model\", \"stages\"…");
-  root.allow_only({"format", "name", "model", "cluster", "seq_len", "micro_batch_size",
-                   "micro_batches", "schedule", "recompute", "stages", "predicted"});
-  const YamlField format = root.required("format");
-  if (format.as_string() != kPlanFormat) format.fail(std::string("\"") + kPlanFormat + "\"");
-  Plan plan;
-  plan.model = root.required("model").as_string();
-  plan.cluster = root.required("cluster").as_string();
-  if (auto seq = root.optional("seq_len")) plan.seq_len = seq->as_positive_int();
+void read_pipeline(const YamlField& root, Pipeline& plan) {
   plan.micro_batch_size = root.required("micro_batch_size").as_positive_int();
   const YamlField micro_batches = root.required("micro_batches");
   plan.micro_batches = static_cast<int>(micro_batches.as_positive_int(kMaxMicroBatches));
@@ -126,6 +119,29 @@ Plan read_plan(const YamlField& root) {
     root.required("schedule")
         .required("warmup")
         .fail(fmt::format("one depth per stage ({} of them)", plan.ranks()));
+  }
+}
+
+}  // namespace
+
+Plan read_plan(const YamlField& root) {
+  if (!root.is_map()) root.fail("a plan: an object with \"format\", \"model\", \"stages\"…");
+  std::vector<std::string> fields{"format",  "name",     "model",    "cluster",
+                                  "seq_len", "replicas", "predicted"};
+  fields.insert(fields.end(), kPipelineFields.begin(), kPipelineFields.end());
+  root.allow_only(fields);
+  const YamlField format = root.required("format");
+  if (format.as_string() != kPlanFormat) format.fail(std::string("\"") + kPlanFormat + "\"");
+  Plan plan;
+  plan.model = root.required("model").as_string();
+  plan.cluster = root.required("cluster").as_string();
+  if (auto seq = root.optional("seq_len")) plan.seq_len = seq->as_positive_int();
+  read_pipeline(root, plan);
+  if (auto replicas = root.optional("replicas")) {
+    for (const auto& entry : replicas->items()) {
+      entry.allow_only(kPipelineFields);
+      read_pipeline(entry, plan.replicas.emplace_back());
+    }
   }
   return plan;
 }

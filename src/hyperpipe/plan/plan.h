@@ -25,10 +25,9 @@ struct StagePlan {
   model::Recompute recompute = model::Recompute::none;
 };
 
-struct Plan {
-  std::string model;             // catalogue name or file path (relative to the plan file)
-  std::string cluster;           // built-in cluster name or file path (relative to the plan file)
-  int64_t seq_len = 0;           // 0: the model's
+// One pipeline: the whole model cut into stages over its own devices, running its share
+// of the global batch as micro-batches under one schedule.
+struct Pipeline {
   int64_t micro_batch_size = 1;  // sequences per micro-batch, split over each stage's dp
   int micro_batches = 1;         // per iteration
   schedule::ScheduleKind schedule = schedule::ScheduleKind::one_f_one_b;
@@ -38,11 +37,33 @@ struct Plan {
   std::vector<StagePlan> stages;
 
   int ranks() const { return static_cast<int>(stages.size()) / chunks; }
-  int64_t global_batch() const { return micro_batch_size * micro_batches; }
+  int64_t samples() const { return micro_batch_size * micro_batches; }
+};
+
+// A plan is its first pipeline plus, for outer data parallelism over device groups of
+// different composition, further pipelines (`replicas`). Every pipeline holds the whole
+// model on devices of its own and takes its own share of the global batch (a faster one
+// a larger share); each iteration sums the gradients of every layer across pipelines.
+// Identical replicas need no second pipeline: they are stages with a larger dp.
+struct Plan : Pipeline {
+  std::string model;    // catalogue name or file path (relative to the plan file)
+  std::string cluster;  // built-in cluster name or file path (relative to the plan file)
+  int64_t seq_len = 0;  // 0: the model's
+  std::vector<Pipeline> replicas;
+
+  int pipeline_count() const { return 1 + static_cast<int>(replicas.size()); }
+  const Pipeline& pipeline(int p) const { return p == 0 ? *this : replicas.at(p - 1); }
+  Pipeline& pipeline(int p) { return p == 0 ? *this : replicas.at(p - 1); }
+  int64_t global_batch() const {
+    int64_t total = samples();
+    for (const auto& replica : replicas) total += replica.samples();
+    return total;
+  }
 };
 
 // Reads a plan document (JSON or YAML); checks its own consistency: formats, sizes,
-// contiguous layer ranges, dp · tp devices per stage, chunks dividing the stage count.
+// contiguous layer ranges, dp · tp devices per stage, chunks dividing the stage count,
+// for the plan's pipeline and each of its replicas.
 // Throws InputError naming the file and field.
 Plan read_plan(const YamlField& root);
 Plan load_plan(const std::string& path);

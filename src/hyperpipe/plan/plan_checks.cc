@@ -10,42 +10,51 @@
 namespace hyperpipe::plan {
 namespace {
 
-[[noreturn]] void reject(const std::string& source, int stage, const std::string& what) {
-  throw InputError(source, fmt::format("stages[{}]", stage), what);
+// Where pipeline `p` of a plan sits in its document: "" for the plan's own, else
+// "replicas[p-1].".
+std::string pipeline_field(int p) {
+  return p == 0 ? std::string() : fmt::format("replicas[{}].", p - 1);
 }
 
-}  // namespace
+// A device of the plan: which pipeline and pipeline rank use it.
+struct DeviceUse {
+  int pipeline = 0;
+  int rank = 0;
+};
 
-void check_plan(const Plan& plan, const model::Model& model, const cluster::Cluster& cluster,
-                const std::string& source) {
+void check_pipeline(const Pipeline& plan, int p, const model::Model& model,
+                    const cluster::Cluster& cluster, const std::string& source,
+                    std::map<int, DeviceUse>& owner) {
+  const auto reject = [&](int stage, const std::string& what) {
+    throw InputError(source, fmt::format("{}stages[{}]", pipeline_field(p), stage), what);
+  };
   const int layers = model.num_layers();
   const int end = plan.stages.back().end_layer;
   if (end != layers) {
-    throw InputError(source, "stages",
+    throw InputError(source, pipeline_field(p) + "stages",
                      fmt::format("the stages cover layers [0, {}), but model {} has {} layers "
                                  "(embedding, {} blocks, head): the last stage must end at {}",
                                  end, model.config().name, layers, model.config().layers, layers));
   }
   const int device_count = static_cast<int>(cluster.devices().size());
-  std::map<int, int> owner;  // device -> rank using it
   for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
     const StagePlan& stage = plan.stages[s];
     const int rank = s % plan.ranks();
     for (int device : stage.devices) {
       if (device >= device_count) {
-        reject(source, s,
-               fmt::format("device {} does not exist: cluster {} has devices 0-{}", device,
-                           cluster.name(), device_count - 1));
+        reject(s, fmt::format("device {} does not exist: cluster {} has devices 0-{}", device,
+                              cluster.name(), device_count - 1));
       }
-      const auto [it, fresh] = owner.emplace(device, rank);
-      if (!fresh && it->second != rank) {
-        reject(source, s, fmt::format("device {} is already used by stage {}", device, it->second));
+      const auto [it, fresh] = owner.emplace(device, DeviceUse{p, rank});
+      if (!fresh && (it->second.pipeline != p || it->second.rank != rank)) {
+        reject(s, fmt::format("device {} is already used by {}stages[{}]", device,
+                              pipeline_field(it->second.pipeline), it->second.rank));
       }
     }
     const std::string& type = cluster.device_type(stage.devices.front()).name;
     for (int device : stage.devices) {
       if (!cluster::same_gpu_name(cluster.device_type(device).name, type)) {
-        reject(source, s,
+        reject(s,
                fmt::format("a stage runs on one GPU type, but device {} is a {} and "
                            "device {} a {}",
                            stage.devices.front(), type, device, cluster.device_type(device).name));
@@ -55,25 +64,32 @@ void check_plan(const Plan& plan, const model::Model& model, const cluster::Clus
       const int node = cluster.devices()[stage.devices[r * stage.tp]].node;
       for (int t = 1; t < stage.tp; ++t) {
         if (cluster.devices()[stage.devices[r * stage.tp + t]].node != node) {
-          reject(
-              source, s,
-              fmt::format("tensor parallelism stays inside a node, but the tp "
-                          "group of devices {}-{} spans nodes",
-                          stage.devices[r * stage.tp], stage.devices[r * stage.tp + stage.tp - 1]));
+          reject(s, fmt::format("tensor parallelism stays inside a node, but the tp "
+                                "group of devices {}-{} spans nodes",
+                                stage.devices[r * stage.tp],
+                                stage.devices[r * stage.tp + stage.tp - 1]));
         }
       }
     }
     if (model.config().heads % stage.tp != 0) {
-      reject(source, s,
-             fmt::format("tp = {} must divide the model's {} attention heads", stage.tp,
-                         model.config().heads));
+      reject(s, fmt::format("tp = {} must divide the model's {} attention heads", stage.tp,
+                            model.config().heads));
     }
     if (plan.micro_batch_size < stage.dp) {
-      reject(source, s,
-             fmt::format("dp = {} needs a micro-batch of at least {} sequences, the "
-                         "plan has {}",
-                         stage.dp, stage.dp, plan.micro_batch_size));
+      reject(s, fmt::format("dp = {} needs a micro-batch of at least {} sequences, the "
+                            "plan has {}",
+                            stage.dp, stage.dp, plan.micro_batch_size));
     }
+  }
+}
+
+}  // namespace
+
+void check_plan(const Plan& plan, const model::Model& model, const cluster::Cluster& cluster,
+                const std::string& source) {
+  std::map<int, DeviceUse> owner;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    check_pipeline(plan.pipeline(p), p, model, cluster, source, owner);
   }
   const auto& config = model.config();
   if (config.flavour == model::Flavour::gpt && plan.seq_len > config.seq_len) {

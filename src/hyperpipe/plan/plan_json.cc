@@ -1,8 +1,10 @@
 #include "hyperpipe/plan/plan_json.h"
 
 namespace hyperpipe::plan {
+namespace {
 
-nlohmann::json to_json(const Plan& plan) {
+// The fields of one pipeline, added to `doc`.
+void add_pipeline(const Pipeline& plan, nlohmann::json& doc) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& stage : plan.stages) {
     stages.push_back({{"layers", {stage.first_layer, stage.end_layer}},
@@ -13,14 +15,23 @@ nlohmann::json to_json(const Plan& plan) {
   }
   nlohmann::json schedule{{"kind", schedule::to_string(plan.schedule)}, {"chunks", plan.chunks}};
   if (!plan.warmup.empty()) schedule["warmup"] = plan.warmup;
-  nlohmann::json doc{{"format", kPlanFormat},
-                     {"model", plan.model},
-                     {"cluster", plan.cluster},
-                     {"micro_batch_size", plan.micro_batch_size},
-                     {"micro_batches", plan.micro_batches},
-                     {"schedule", schedule},
-                     {"stages", stages}};
+  doc["micro_batch_size"] = plan.micro_batch_size;
+  doc["micro_batches"] = plan.micro_batches;
+  doc["schedule"] = schedule;
+  doc["stages"] = stages;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Plan& plan) {
+  nlohmann::json doc{{"format", kPlanFormat}, {"model", plan.model}, {"cluster", plan.cluster}};
   if (plan.seq_len > 0) doc["seq_len"] = plan.seq_len;
+  add_pipeline(plan, doc);
+  if (!plan.replicas.empty()) {
+    nlohmann::json replicas = nlohmann::json::array();
+    for (const auto& replica : plan.replicas) add_pipeline(replica, replicas.emplace_back());
+    doc["replicas"] = replicas;
+  }
   return doc;
 }
 

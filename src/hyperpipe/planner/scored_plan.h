@@ -18,7 +18,7 @@ inline constexpr int kInterleaveChunks[] = {2, 4};
 // The same device groups, each holding its layers as `chunks` chunks: stage c·S + r of the
 // result is chunk c of group r, so every group keeps as many layers as before. nullopt when
 // a group has fewer layers than chunks.
-std::optional<plan::Plan> interleave(const plan::Plan& plan, int chunks);
+std::optional<plan::Pipeline> interleave(const plan::Pipeline& pipeline, int chunks);
 
 struct ScoredPlan {
   std::string label;  // "searched", "uniform", "A100-40GB@ampere → V100-16GB@legacy", …
@@ -30,8 +30,8 @@ struct ScoredPlan {
   double iteration_time() const { return simulation.output.iteration_time; }
 };
 
-// Whether the plan's schedule stays within kMaxScheduleOps (limits.h), so simulating it
-// fits in memory.
+// Whether each of the plan's schedules stays within kMaxScheduleOps (limits.h), so
+// simulating it fits in memory.
 bool simulatable(const plan::Plan& plan);
 
 ScoredPlan score_plan(const cost::CostModel& costs, plan::Plan plan, std::string label);
@@ -39,7 +39,8 @@ ScoredPlan score_plan(const cost::CostModel& costs, plan::Plan plan, std::string
 // The plan under each schedule that keeps each device group's layers (1F1B, the
 // heterogeneity-aware 1F1B with link-aware warm-up depths within memory, ZB-H1, and
 // interleaved 1F1B with each group's layers cut into kInterleaveChunks chunks); the
-// fastest that fits, or the 1F1B one if none fits.
+// fastest that fits, or the 1F1B one if none fits. With several pipelines, each one's
+// schedule is chosen in turn, the others fixed. Pipelines already interleaved keep theirs.
 ScoredPlan best_schedule(const cost::CostModel& costs, const plan::Plan& plan,
                          const std::string& label);
 

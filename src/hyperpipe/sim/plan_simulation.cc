@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <stdexcept>
 
 #include "hyperpipe/schedule/generators.h"
 #include "hyperpipe/schedule/passes.h"
@@ -26,38 +27,69 @@ cluster::Link slowest_pair_link(const cluster::Cluster& cluster, const cost::Dev
   return slowest;
 }
 
-}  // namespace
-
-std::string track_name(const PlanSimulation& simulation, int rank) {
-  const int ranks = simulation.schedule.ranks;
-  std::string stages;
-  for (int c = 0; c < simulation.schedule.chunks; ++c) {
-    stages += (c == 0 ? "" : ",") + std::to_string(c * ranks + rank);
+// The stage of `pipeline` that holds `layer`.
+const plan::StagePlan& holder_of(const plan::Pipeline& pipeline, int layer) {
+  for (const auto& stage : pipeline.stages) {
+    if (stage.first_layer <= layer && layer < stage.end_layer) return stage;
   }
-  const StageReport& stage = simulation.stages[rank];
-  return fmt::format("stage {}: {} ×{} [{}]", stages, stage.gpu_type, stage.devices.size(),
-                     plan::format_devices(stage.devices));
+  throw std::invalid_argument(fmt::format("no stage holds layer {}", layer));
 }
 
-PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& plan,
-                             const SimOptions& options) {
+// Summing the gradients of a stage's layers across the plan's pipelines: one ring
+// all-reduce over the pipelines per run of layers that the same stages hold in every
+// pipeline. Each pipeline's stage has already reduced inside its dp group, so its dp
+// devices carry a slice each; the pipeline with the fewest sets the number of lanes.
+double replica_sync_time(const cost::CostModel& costs, const plan::Plan& plan,
+                         const plan::StagePlan& stage) {
+  const int pipelines = plan.pipeline_count();
+  if (pipelines < 2) return 0.0;
   const auto& cluster = costs.cluster();
-  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
-  const int stage_count = static_cast<int>(plan.stages.size());
-  PlanSimulation result;
-  result.schedule = schedule::insert_communication(schedule::make_schedule(
-      plan.schedule, plan.ranks(), plan.micro_batches, plan.chunks, plan.warmup));
+  const double element_bytes = model::bytes_per_element(costs.model().config().dtype);
+  double total = 0;
+  for (int first = stage.first_layer; first < stage.end_layer;) {
+    int end = stage.end_layer;
+    int lanes = stage.dp;
+    int tp = stage.tp;
+    cluster::Link slowest{std::numeric_limits<double>::infinity(), 0.0};
+    for (int p = 0; p < pipelines; ++p) {
+      const plan::StagePlan& holder = holder_of(plan.pipeline(p), first);
+      end = std::min(end, holder.end_layer);
+      lanes = std::min(lanes, holder.dp);
+      tp = std::min(tp, holder.tp);
+      if (holder.devices == stage.devices) continue;
+      const auto link = cluster.link_between(stage.devices.front(), holder.devices.front());
+      slowest.bandwidth = std::min(slowest.bandwidth, link.bandwidth);
+      slowest.latency = std::max(slowest.latency, link.latency);
+    }
+    const double bytes = costs.range_params(first, end, tp) * element_bytes / lanes;
+    total += costs.allreduce_time(bytes, pipelines, slowest);
+    first = end;
+  }
+  return total;
+}
 
+// The simulator's input for pipeline p, with a report per stage appended to `result`.
+SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, int p,
+                        const SimOptions& options, PlanSimulation& result) {
+  const auto& cluster = costs.cluster();
+  const plan::Pipeline& pipeline = plan.pipeline(p);
+  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
+  const int stage_count = static_cast<int>(pipeline.stages.size());
+  const size_t first_report = result.stages.size();
   SimInput input;
+  input.schedule = schedule::insert_communication(
+      schedule::make_schedule(pipeline.schedule, pipeline.ranks(), pipeline.micro_batches,
+                              pipeline.chunks, pipeline.warmup));
   input.overlap_allreduce = options.overlap_allreduce;
   std::vector<cost::DeviceGroup> groups;
   for (int s = 0; s < stage_count; ++s) {
-    const plan::StagePlan& stage = plan.stages[s];
+    const plan::StagePlan& stage = pipeline.stages[s];
     groups.push_back(cost::make_device_group(cluster, stage.devices, stage.dp, stage.tp));
     const cost::DeviceGroup& group = groups.back();
     StageReport report;
+    report.pipeline = p;
     report.stage = s;
-    report.rank = s % plan.ranks();
+    report.rank = s % pipeline.ranks();
     report.gpu_type = group.gpu_type;
     report.dp = stage.dp;
     report.tp = stage.tp;
@@ -65,9 +97,10 @@ PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& pla
     report.end_layer = stage.end_layer;
     report.devices = stage.devices;
     report.compute = costs.range_time(stage.first_layer, stage.end_layer, group,
-                                      plan.micro_batch_size, seq, stage.recompute);
+                                      pipeline.micro_batch_size, seq, stage.recompute);
     report.memory = costs.stage_memory(stage.first_layer, stage.end_layer, group,
-                                       plan.micro_batch_size, seq, 1, stage.recompute);
+                                       pipeline.micro_batch_size, seq, 1, stage.recompute);
+    report.replica_sync = replica_sync_time(costs, plan, stage);
     StageCost cost;
     cost.forward = report.compute.forward;
     cost.backward_input = report.compute.backward_input + report.compute.recompute;
@@ -77,13 +110,14 @@ PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& pla
     cost.static_bytes = report.memory.weights + report.memory.gradients + report.memory.optimizer;
     cost.allreduce = costs.gradient_allreduce_time(stage.first_layer, stage.end_layer, group);
     cost.optimizer = costs.optimizer_time(stage.first_layer, stage.end_layer, group);
+    cost.replica_sync = report.replica_sync;
     input.stages.push_back(cost);
     result.stages.push_back(report);
   }
-  for (int r = 0; r < plan.ranks(); ++r) {
-    input.reserved_bytes.push_back(result.stages[r].memory.reserved);
+  for (int r = 0; r < pipeline.ranks(); ++r) {
+    input.reserved_bytes.push_back(result.stages[first_report + r].memory.reserved);
     result.memory_capacity.push_back(groups[r].memory_bytes);
-    result.devices += static_cast<int>(plan.stages[r].devices.size());
+    result.devices += static_cast<int>(pipeline.stages[r].devices.size());
   }
 
   // Transfers between nodes share the link between those nodes, one per direction.
@@ -98,36 +132,106 @@ PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& pla
     const auto& from = groups[s];
     const auto& to = groups[s + 1];
     const cluster::Link link = slowest_pair_link(cluster, from, to);
-    const int last_layer = plan.stages[s].end_layer - 1;
-    const auto forward = costs.cut_transfer(last_layer, plan.micro_batch_size, seq, from, to, link);
-    const auto backward =
-        costs.cut_transfer(last_layer, plan.micro_batch_size, seq, to, from, link);
+    const int last_layer = pipeline.stages[s].end_layer - 1;
+    const int64_t micro_batch = pipeline.micro_batch_size;
+    const auto forward = costs.cut_transfer(last_layer, micro_batch, seq, from, to, link);
+    const auto backward = costs.cut_transfer(last_layer, micro_batch, seq, to, from, link);
     const double rate = link.bandwidth * costs.options().link_efficiency;
     input.activations.push_back(
         {forward.bytes / rate, forward.seconds - forward.bytes / rate, link_id(from, to)});
-    result.activation_transfer.push_back(forward.seconds);
+    result.stages[first_report + s].activation_transfer = forward.seconds;
     input.gradients.push_back(
         {backward.bytes / rate, backward.seconds - backward.bytes / rate, link_id(to, from)});
   }
+  return input;
+}
 
-  input.schedule = result.schedule;
-  result.output = simulate(input);
-  for (int r = 0; r < plan.ranks(); ++r)
-    result.output.timeline.tracks[r].name = track_name(result, r);
-  for (int r = 0; r < plan.ranks(); ++r)
-    result.output.timeline.tracks[r].devices = plan.stages[r].devices;
+}  // namespace
 
+std::vector<const StageReport*> PlanSimulation::pipeline_stages(int p) const {
+  std::vector<const StageReport*> result;
+  for (const auto& stage : stages) {
+    if (stage.pipeline == p) result.push_back(&stage);
+  }
+  return result;
+}
+
+std::string track_name(const PlanSimulation& simulation, int rank) {
+  int p = simulation.pipelines() - 1;
+  while (p > 0 && simulation.first_rank[p] > rank) --p;
+  const auto& schedule = simulation.schedules[p];
+  const int local = rank - simulation.first_rank[p];
+  std::string stages;
+  for (int c = 0; c < schedule.chunks; ++c) {
+    stages += (c == 0 ? "" : ",") + std::to_string(c * schedule.ranks + local);
+  }
+  const StageReport& stage = *simulation.pipeline_stages(p)[local];
+  return fmt::format("{}stage {}: {} ×{} [{}]", p == 0 ? "" : fmt::format("pipeline {}, ", p),
+                     stages, stage.gpu_type, stage.devices.size(),
+                     plan::format_devices(stage.devices));
+}
+
+PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& plan,
+                             const SimOptions& options) {
+  const auto& cluster = costs.cluster();
+  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
+  PlanSimulation result;
+  std::vector<SimInput> inputs;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    result.first_rank.push_back(static_cast<int>(result.memory_capacity.size()));
+    inputs.push_back(pipeline_input(costs, plan, p, options, result));
+    result.schedules.push_back(inputs.back().schedule);
+  }
+  std::vector<SimOutput> outputs;
+  for (const auto& input : inputs) outputs.push_back(simulate(input));
+  if (plan.pipeline_count() > 1) {
+    // The sum across pipelines waits for the last of them; the compute before it is
+    // the same, so a second run with that barrier gives each pipeline's finish.
+    double barrier = 0;
+    for (const auto& output : outputs) {
+      for (const auto& rank : output.ranks) barrier = std::max(barrier, rank.reduced);
+    }
+    for (size_t p = 0; p < inputs.size(); ++p) {
+      inputs[p].replica_barrier = barrier;
+      outputs[p] = simulate(inputs[p]);
+    }
+  }
+  for (auto& output : outputs) {
+    result.output.iteration_time = std::max(result.output.iteration_time, output.iteration_time);
+    result.output.simulated_ops += output.simulated_ops;
+    for (auto& rank : output.ranks) result.output.ranks.push_back(rank);
+    for (auto& track : output.timeline.tracks) {
+      result.output.timeline.tracks.push_back(std::move(track));
+    }
+  }
   const double time = result.output.iteration_time;
+  for (auto& stats : result.output.ranks) {
+    // A pipeline that finishes early idles until the iteration ends, as in a bubble.
+    stats.bubble = std::max(0.0, time - stats.busy - stats.comm_wait - stats.allreduce -
+                                     stats.replica_sync - stats.optimizer);
+  }
+  auto& tracks = result.output.timeline.tracks;
+  for (size_t r = 0; r < tracks.size(); ++r) {
+    tracks[r].name = track_name(result, static_cast<int>(r));
+  }
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    const auto& pipeline = plan.pipeline(p);
+    for (int r = 0; r < pipeline.ranks(); ++r) {
+      tracks[result.first_rank[p] + r].devices = pipeline.stages[r].devices;
+    }
+  }
+
   const double tokens = static_cast<double>(plan.global_batch()) * static_cast<double>(seq);
   result.tokens_per_s = tokens / time;
   result.model_flops =
       costs.model().iteration_flops(plan.global_batch(), seq, model::Recompute::none);
   result.achieved_flops_per_gpu = result.model_flops / time / result.devices;
   double peak = 0;
-  for (int r = 0; r < plan.ranks(); ++r) {
-    const auto& type = cluster.gpu_type(result.stages[r].gpu_type);
+  for (const auto& stage : result.stages) {
+    if (stage.stage != stage.rank) continue;  // another chunk of a device group counted
+    const auto& type = cluster.gpu_type(stage.gpu_type);
     peak += type.peak_flops(costs.model().config().dtype, costs.options().allow_tf32) *
-            static_cast<double>(plan.stages[r].devices.size());
+            static_cast<double>(stage.devices.size());
   }
   result.mfu = result.model_flops / time / peak;
   return result;

@@ -17,36 +17,46 @@ struct SimOptions {
 };
 
 struct StageReport {
-  int stage = 0;
-  int rank = 0;
+  int pipeline = 0;  // 0: the plan's own; p: its replicas[p - 1]
+  int stage = 0;     // within its pipeline
+  int rank = 0;      // within its pipeline
   std::string gpu_type;
   int dp = 1;
   int tp = 1;
   int first_layer = 0;
   int end_layer = 0;
   std::vector<int> devices;
-  cost::ComputeTime compute;  // per micro-batch
-  cost::StageMemory memory;   // static memory of this stage; activations for one micro-batch
+  cost::ComputeTime compute;       // per micro-batch
+  cost::StageMemory memory;        // static memory of this stage; activations for one micro-batch
+  double activation_transfer = 0;  // seconds, one micro-batch to the next stage (0: last)
+  double replica_sync = 0;         // seconds, summing its gradients across the plan's pipelines
 };
 
+// Every pipeline of the plan, one after the other: stages, ranks and tracks of the plan's
+// own pipeline first, then those of each replica.
 struct PlanSimulation {
-  schedule::Schedule schedule;  // with communication
+  std::vector<schedule::Schedule> schedules;  // per pipeline, with communication
+  std::vector<int> first_rank;                // per pipeline: its first rank in output.ranks
   std::vector<StageReport> stages;
-  SimOutput output;
-  std::vector<double> memory_capacity;      // per rank: memory of its smallest device
-  std::vector<double> activation_transfer;  // per cut s → s + 1: seconds, one micro-batch
+  SimOutput output;                     // iteration_time: of the whole plan
+  std::vector<double> memory_capacity;  // per rank: memory of its smallest device
   int devices = 0;
   double tokens_per_s = 0;
   double model_flops = 0;             // per iteration, without recomputation
   double achieved_flops_per_gpu = 0;  // model FLOPs / iteration time / devices
   double mfu = 0;                     // model FLOPs utilisation against the peaks
+
+  int pipelines() const { return static_cast<int>(first_rank.size()); }
+  // The reports of pipeline p's stages.
+  std::vector<const StageReport*> pipeline_stages(int p) const;
 };
 
 // The plan must have passed plan::check_plan against the cost model's model and cluster.
 PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& plan,
                              const SimOptions& options = {});
 
-// Track names such as "stage 0: A100-40GB ×2 [0-1]".
+// Track names such as "stage 0: A100-40GB ×2 [0-1]", or "pipeline 1, stage 0: …" for
+// the ranks of a replica. `rank` counts over all pipelines, as output.ranks does.
 std::string track_name(const PlanSimulation& simulation, int rank);
 
 }  // namespace hyperpipe::sim

@@ -18,7 +18,10 @@ struct StageCost {
   double weight_gradient_bytes = 0;
   double static_bytes = 0;  // weights, gradients, optimizer state
   double allreduce = 0;     // gradient all-reduce over the stage's data-parallel group
-  double optimizer = 0;     // optimizer step
+  // Gradient sum of the stage's layers across the plan's other pipelines (plan::Plan's
+  // replicas), after the all-reduce above.
+  double replica_sync = 0;
+  double optimizer = 0;  // optimizer step
 };
 
 // A point-to-point transfer: it holds the sender's send port, the receiver's receive port
@@ -39,6 +42,9 @@ struct SimInput {
   // Start each chunk's gradient all-reduce as soon as its last weight gradient is done,
   // beside the remaining backward work, instead of after the rank's last op.
   bool overlap_allreduce = false;
+  // With several pipelines: the cross-pipeline gradient sum starts no earlier than this,
+  // when every pipeline's gradients are reduced.
+  double replica_barrier = 0;
 };
 
 }  // namespace hyperpipe::sim

@@ -213,8 +213,17 @@ class Engine {
         }
         optimizer += in_.stages[stage].optimizer;
       }
-      const double optimizer_start = std::max(reduce_free, stats.compute_end);
-      stats.allreduce = optimizer_start - stats.compute_end;
+      stats.reduced = std::max(reduce_free, stats.compute_end);
+      stats.allreduce = stats.reduced - stats.compute_end;
+      double optimizer_start = stats.reduced;
+      double sync = 0;
+      for (int stage : stages) sync += in_.stages[stage].replica_sync;
+      if (sync > 0) {
+        const double start = std::max(stats.reduced, in_.replica_barrier);
+        optimizer_start = start + sync;
+        track.communication.push_back({"replica sync", -1, -1, 0, start, optimizer_start});
+      }
+      stats.replica_sync = optimizer_start - stats.reduced;
       stats.optimizer = optimizer;
       stats.end = optimizer_start + optimizer;
       if (optimizer > 0) {
@@ -226,7 +235,7 @@ class Engine {
     for (auto& stats : out_.ranks) {
       // What is left is idle time; summing the parts can leave a rounding residue below 0.
       stats.bubble = std::max(0.0, out_.iteration_time - stats.busy - stats.comm_wait -
-                                       stats.allreduce - stats.optimizer);
+                                       stats.allreduce - stats.replica_sync - stats.optimizer);
     }
   }
 

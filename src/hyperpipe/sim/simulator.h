@@ -1,7 +1,8 @@
 // Discrete-event execution of a schedule: each rank has a compute resource and separate
 // send and receive ports, so communication overlaps computation; transfers queue for
 // ports and shared links; an op starts when the previous op of its rank is done and its
-// inputs have arrived. After the last backward, gradient all-reduce, then the optimizer.
+// inputs have arrived. After the last backward, gradient all-reduce, the sum across
+// pipelines where the plan has several, then the optimizer.
 #pragma once
 
 #include <cstddef>
@@ -13,10 +14,12 @@
 namespace hyperpipe::sim {
 
 struct RankStats {
-  double busy = 0;       // compute (F, B, W, BW)
-  double comm_wait = 0;  // compute idle while an input was in transit
-  double bubble = 0;     // other idle time within the iteration
-  double allreduce = 0;  // exposed gradient all-reduce (not hidden behind compute)
+  double busy = 0;          // compute (F, B, W, BW)
+  double comm_wait = 0;     // compute idle while an input was in transit
+  double bubble = 0;        // other idle time within the iteration
+  double allreduce = 0;     // exposed gradient all-reduce (not hidden behind compute)
+  double reduced = 0;       // when this rank's gradients are all-reduced inside its pipeline
+  double replica_sync = 0;  // waiting for and summing gradients across pipelines
   double optimizer = 0;
   double compute_end = 0;  // finish of the last compute op
   double end = 0;          // finish of the optimizer step
