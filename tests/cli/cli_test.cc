@@ -213,7 +213,8 @@ TEST(Cli, PlanJsonAndExplain) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["format"], "hyperpipe.planning/1");
-  EXPECT_EQ(doc["per_order"].size(), 15u);
+  EXPECT_EQ(doc["per_order"].size(), 15u + 4u);  // 15 orders of 3 classes, 4 splits
+  EXPECT_NE(doc["per_order"].back()["order"].get<std::string>().find(" ‖ "), std::string::npos);
   EXPECT_EQ(doc["baselines"].size(), 3u);
   EXPECT_GT(doc["search_seconds"].get<double>(), 0);
   EXPECT_GT(doc["report"]["iteration_time_s"].get<double>(), 0);

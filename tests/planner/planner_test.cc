@@ -138,8 +138,12 @@ TEST(Planner, EveryOrderWhenAskedToExplain) {
   PlanRequest r = request("gpt3-1.3b", "a100-v100-t4", 32);
   r.every_order = true;
   const PlanResult result = make_plan(costs, r);
-  // 3 classes: 3 + 6 + 6 = 15 orders, each with a feasible plan for this small model.
-  EXPECT_EQ(result.per_order.size(), 15u);
+  // 3 classes: 3 + 6 + 6 = 15 orders, each with a feasible plan for this small model,
+  // then the 4 splits of the classes into pipelines side by side.
+  ASSERT_EQ(result.per_order.size(), 19u);
+  for (size_t i = 0; i < result.per_order.size(); ++i) {
+    EXPECT_EQ(result.per_order[i].plan.pipeline_count() > 1, i >= 15) << i;
+  }
   for (const auto& scored : result.per_order) {
     EXPECT_LE(result.best.iteration_time(), scored.iteration_time() + 1e-12);
   }

@@ -120,13 +120,37 @@ void print_plan(const planner::ScoredPlan& scored, const std::string& model,
       100 * bubble_fraction(scored));
 }
 
+// Stages and micro-batch size, per pipeline: "3", or "2+1" and "4/2" with replicas.
+std::string stages_text(const plan::Plan& plan) {
+  std::string text;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    text += (p ? "+" : "") + std::to_string(plan.pipeline(p).stages.size());
+  }
+  return text;
+}
+
+std::string micro_batch_text(const plan::Plan& plan) {
+  std::string text;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    text += (p ? "/" : "") + std::to_string(plan.pipeline(p).micro_batch_size);
+  }
+  return text;
+}
+
+std::string schedules_text(const plan::Plan& plan) {
+  std::string text;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    text += (p ? " ‖ " : "") + schedule_text(plan.pipeline(p));
+  }
+  return text;
+}
+
 void print_comparison(const planner::PlanResult& result, std::ostream& out) {
   out << "\n  Against what frameworks do today (same simulator):\n";
   Table table({"Baseline", ">Stages", ">Micro-batch", ">Iteration", ">Plan is", "Note"});
   for (const auto& baseline : result.baselines) {
     const double ratio = baseline.iteration_time() / result.best.iteration_time();
-    table.add_row({baseline.label, std::to_string(baseline.plan.stages.size()),
-                   std::to_string(baseline.plan.micro_batch_size),
+    table.add_row({baseline.label, stages_text(baseline.plan), micro_batch_text(baseline.plan),
                    format_duration(baseline.iteration_time()), fmt::format("{:.2f}× faster", ratio),
                    baseline.fits ? "" : "does not fit memory"});
   }
@@ -135,15 +159,14 @@ void print_comparison(const planner::PlanResult& result, std::ostream& out) {
 
 void print_explanation(const planner::PlanResult& result, std::ostream& out) {
   out << fmt::format(
-      "\n  Best plan per stage order (search {}; estimate = the search's "
-      "objective, iteration = simulated):\n",
-      format_duration(result.search_seconds));
+      "\n  Best plan per stage order, then per split into pipelines side by side (‖) "
+      "(search {} + {}; estimate = the search's objective, iteration = simulated):\n",
+      format_duration(result.search_seconds), format_duration(result.replica_seconds));
   Table table({"Order", ">Stages", ">Micro-batch", ">Estimate", ">Iteration", "Schedule", ""});
   for (const auto& scored : result.per_order) {
-    table.add_row({scored.label, std::to_string(scored.plan.stages.size()),
-                   std::to_string(scored.plan.micro_batch_size), format_duration(scored.estimate),
-                   format_duration(scored.iteration_time()), schedule_text(scored.plan),
-                   scored.fits ? "" : "does not fit"});
+    table.add_row({scored.label, stages_text(scored.plan), micro_batch_text(scored.plan),
+                   format_duration(scored.estimate), format_duration(scored.iteration_time()),
+                   schedules_text(scored.plan), scored.fits ? "" : "does not fit"});
   }
   table.print(out, "    ");
 }
@@ -241,6 +264,7 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
       doc["baselines"] = baselines;
       doc["per_order"] = orders;
       doc["search_seconds"] = result->search_seconds;
+      doc["replica_seconds"] = result->replica_seconds;
     }
     out << doc.dump(2) << '\n';
     return;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 
 #include "hyperpipe/planner/cost_oracle.h"
@@ -79,6 +80,30 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
                    });
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
+}
+
+plan::Pipeline to_pipeline(const Candidate& candidate, const std::vector<DeviceClass>& classes,
+                           const std::vector<std::vector<Shape>>& shapes, int64_t samples) {
+  plan::Pipeline plan;
+  plan.micro_batch_size = candidate.micro_batch;
+  plan.micro_batches = static_cast<int>(samples / candidate.micro_batch);
+  const auto& stages = candidate.pipeline.stages;
+  // Devices per class, stages of a class in pipeline order.
+  std::map<int, std::vector<size_t>> by_class;
+  for (size_t s = 0; s < stages.size(); ++s) by_class[stages[s].cls].push_back(s);
+  std::vector<std::vector<int>> devices(stages.size());
+  for (const auto& [cls, members] : by_class) {
+    std::vector<int> sizes;
+    for (size_t s : members) sizes.push_back(shapes[cls][stages[s].shape].size());
+    const auto groups = assign_devices(classes[cls], sizes);
+    for (size_t i = 0; i < members.size(); ++i) devices[members[i]] = groups[i];
+  }
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const Shape& shape = shapes[stages[s].cls][stages[s].shape];
+    plan.stages.push_back(
+        {stages[s].first, stages[s].end, devices[s], shape.dp, shape.tp, stages[s].recompute});
+  }
+  return plan;
 }
 
 }  // namespace hyperpipe::planner

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hyperpipe/cost/cost_model.h"
+#include "hyperpipe/plan/plan.h"
 #include "hyperpipe/planner/device_class.h"
 #include "hyperpipe/planner/stage_search.h"
 
@@ -36,5 +37,11 @@ struct CandidateOptions {
 CandidateSearch search_candidates(const cost::CostModel& costs,
                                   const std::vector<DeviceClass>& classes,
                                   const CandidateOptions& options);
+
+// The candidate as a plan's pipeline running `samples` sequences per iteration: device
+// ids handed out per class (assign_devices). `classes` and `shapes` are those the search
+// used. Throws std::invalid_argument when a class's groups do not pack into its nodes.
+plan::Pipeline to_pipeline(const Candidate& candidate, const std::vector<DeviceClass>& classes,
+                           const std::vector<std::vector<Shape>>& shapes, int64_t samples);
 
 }  // namespace hyperpipe::planner

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <stdexcept>
 
@@ -10,6 +11,7 @@
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/planner/candidate_search.h"
+#include "hyperpipe/planner/replica_search.h"
 
 namespace hyperpipe::planner {
 namespace {
@@ -18,33 +20,6 @@ std::string order_label(const std::vector<DeviceClass>& classes, const std::vect
   std::string label;
   for (int c : order) label += (label.empty() ? "" : " → ") + classes[c].name;
   return label;
-}
-
-plan::Plan to_plan(const Candidate& candidate, const std::vector<DeviceClass>& classes,
-                   const std::vector<std::vector<Shape>>& shapes, const PlanRequest& request) {
-  plan::Plan plan;
-  plan.model = request.batch.model;
-  plan.cluster = request.batch.cluster;
-  plan.seq_len = request.batch.seq_len;
-  plan.micro_batch_size = candidate.micro_batch;
-  plan.micro_batches = static_cast<int>(request.batch.global_batch / candidate.micro_batch);
-  const auto& stages = candidate.pipeline.stages;
-  // Devices per class, stages of a class in pipeline order.
-  std::map<int, std::vector<size_t>> by_class;
-  for (size_t s = 0; s < stages.size(); ++s) by_class[stages[s].cls].push_back(s);
-  std::vector<std::vector<int>> devices(stages.size());
-  for (const auto& [cls, members] : by_class) {
-    std::vector<int> sizes;
-    for (size_t s : members) sizes.push_back(shapes[cls][stages[s].shape].size());
-    const auto groups = assign_devices(classes[cls], sizes);
-    for (size_t i = 0; i < members.size(); ++i) devices[members[i]] = groups[i];
-  }
-  for (size_t s = 0; s < stages.size(); ++s) {
-    const Shape& shape = shapes[stages[s].cls][stages[s].shape];
-    plan.stages.push_back(
-        {stages[s].first, stages[s].end, devices[s], shape.dp, shape.tp, stages[s].recompute});
-  }
-  return plan;
 }
 
 }  // namespace
@@ -75,8 +50,12 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     order_seen[candidate.pipeline.order] = true;
     if (static_cast<int>(i) >= kRescoredCandidates && !first_of_order) continue;
     plan::Plan plan;
+    plan.model = request.batch.model;
+    plan.cluster = request.batch.cluster;
+    plan.seq_len = request.batch.seq_len;
     try {
-      plan = to_plan(candidate, classes, shapes[candidate.micro_batch], request);
+      plan.pipeline(0) = to_pipeline(candidate, classes, shapes[candidate.micro_batch],
+                                     request.batch.global_batch);
     } catch (const std::invalid_argument& error) {
       // The search counts devices per class; a rare mix of group sizes may not pack into
       // the nodes without splitting a group.
@@ -90,7 +69,18 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     searched.push_back(std::move(scored));
   }
 
-  // 3. The baselines, scored the same way.
+  // 3. Pipelines of different composition side by side, each with its share of the batch.
+  if (request.replicas) {
+    const auto start = std::chrono::steady_clock::now();
+    for (auto& scored : search_replicas(costs, classes, {request.batch, request.max_stages})) {
+      result.per_order.push_back(scored);
+      searched.push_back(std::move(scored));
+    }
+    result.replica_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  // 4. The baselines, scored the same way.
   for (const auto& name : baseline_names()) {
     if (auto baseline = best_baseline(costs, request.batch, *parse_baseline(name))) {
       result.baselines.push_back(std::move(*baseline));
@@ -110,7 +100,8 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
                      infeasibility_reason(costs, request));
   }
   result.best = *best;
-  log().debug("planner: {} candidates, search {:.3f} s", candidates.size(), result.search_seconds);
+  log().debug("planner: {} candidates, search {:.3f} s, replicas {:.3f} s", candidates.size(),
+              result.search_seconds, result.replica_seconds);
   return result;
 }
 

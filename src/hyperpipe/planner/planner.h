@@ -23,15 +23,19 @@ struct PlanRequest {
   // Search every stage order to its best (for --explain) instead of pruning orders that
   // cannot win.
   bool every_order = false;
+  // Also try pipelines of different composition side by side (replica_search.h).
+  bool replicas = true;
 };
 
 struct PlanResult {
   ScoredPlan best;
   // The best searched plan of each class order (every order when every_order was asked,
-  // otherwise those that came close enough not to be pruned).
+  // otherwise those that came close enough not to be pruned), then the best plan of each
+  // split of the classes into pipelines of different composition.
   std::vector<ScoredPlan> per_order;
   std::vector<ScoredPlan> baselines;
-  double search_seconds = 0;  // the stage-construction search alone
+  double search_seconds = 0;   // the stage-construction search alone
+  double replica_seconds = 0;  // the search over pipelines of different composition
 };
 
 // Throws InputError (naming --model and --cluster) with the numbers when nothing fits.

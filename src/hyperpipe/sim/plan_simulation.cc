@@ -38,7 +38,9 @@ const plan::StagePlan& holder_of(const plan::Pipeline& pipeline, int layer) {
 // Summing the gradients of a stage's layers across the plan's pipelines: one ring
 // all-reduce over the pipelines per run of layers that the same stages hold in every
 // pipeline. Each pipeline's stage has already reduced inside its dp group, so its dp
-// devices carry a slice each; the pipeline with the fewest sets the number of lanes.
+// devices can carry a slice each, in parallel lanes (as many as the pipeline with the
+// fewest) while all holders share one node; between nodes the lanes share that node
+// pair's link, as transfers do in the simulator, and count as one.
 double replica_sync_time(const cost::CostModel& costs, const plan::Plan& plan,
                          const plan::StagePlan& stage) {
   const int pipelines = plan.pipeline_count();
@@ -50,6 +52,7 @@ double replica_sync_time(const cost::CostModel& costs, const plan::Plan& plan,
     int end = stage.end_layer;
     int lanes = stage.dp;
     int tp = stage.tp;
+    bool across_nodes = false;
     cluster::Link slowest{std::numeric_limits<double>::infinity(), 0.0};
     for (int p = 0; p < pipelines; ++p) {
       const plan::StagePlan& holder = holder_of(plan.pipeline(p), first);
@@ -57,10 +60,15 @@ double replica_sync_time(const cost::CostModel& costs, const plan::Plan& plan,
       lanes = std::min(lanes, holder.dp);
       tp = std::min(tp, holder.tp);
       if (holder.devices == stage.devices) continue;
+      if (cluster.devices()[holder.devices.front()].node !=
+          cluster.devices()[stage.devices.front()].node) {
+        across_nodes = true;
+      }
       const auto link = cluster.link_between(stage.devices.front(), holder.devices.front());
       slowest.bandwidth = std::min(slowest.bandwidth, link.bandwidth);
       slowest.latency = std::max(slowest.latency, link.latency);
     }
+    if (across_nodes) lanes = 1;
     const double bytes = costs.range_params(first, end, tp) * element_bytes / lanes;
     total += costs.allreduce_time(bytes, pipelines, slowest);
     first = end;
