@@ -11,6 +11,7 @@
 #include "hyperpipe/planner/baselines.h"
 #include "hyperpipe/planner/candidate_search.h"
 #include "hyperpipe/planner/planner.h"
+#include "hyperpipe/planner/replica_search.h"
 
 namespace {
 
@@ -92,6 +93,33 @@ BENCHMARK(BM_SearchScaling)
     ->Args({4096, 96})
     ->Args({64, 24})
     ->Args({64, 128})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+// The search over pipelines of different composition (replica_search.h) for the same
+// models and clusters: every split of the four classes up to 64 GPUs (14 splits), by
+// island and by type beyond (2 splits).
+void BM_ReplicaScaling(benchmark::State& state) {
+  const int gpus = static_cast<int>(state.range(0));
+  auto config = *model::find_catalogue_model("gpt3-175b");
+  config.layers = state.range(1);
+  const model::Model model(config);
+  const auto cluster = generated_cluster(gpus);
+  const cost::CostModel costs(model, cluster);
+  planner::ReplicaOptions options;
+  options.batch = {"gpt3-175b", "generated", 1024, 0, {}};
+  const auto classes = planner::device_classes(cluster);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(planner::search_replicas(costs, classes, options));
+  }
+  state.counters["gpus"] = gpus;
+  state.counters["splits"] = static_cast<double>(planner::class_splits(classes).size());
+}
+BENCHMARK(BM_ReplicaScaling)
+    ->Args({16, 96})
+    ->Args({64, 96})
+    ->Args({256, 96})
+    ->Args({1024, 96})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

@@ -16,10 +16,12 @@
 namespace hyperpipe::planner {
 namespace {
 
-std::vector<DeviceClass> fake_classes(const std::vector<std::pair<int, std::string>>& kinds) {
+std::vector<DeviceClass> fake_classes(const std::vector<std::pair<int, std::string>>& kinds,
+                                      int gpus_per_class = 8) {
   std::vector<DeviceClass> classes;
   for (const auto& [island, type] : kinds) {
     DeviceClass cls;
+    cls.devices.resize(gpus_per_class);
     cls.name = type + "@" + std::to_string(island);
     cls.gpu_type = type;
     cls.island = island;
@@ -43,6 +45,9 @@ TEST(ClassSplits, LargerClustersSplitByIslandAndByType) {
       class_splits(fake_classes({{0, "A"}, {0, "B"}, {0, "C"}, {1, "A"}, {1, "B"}, {1, "C"}}));
   using Split = std::vector<std::vector<int>>;
   EXPECT_EQ(splits, (std::vector<Split>{{{0, 1, 2}, {3, 4, 5}}, {{0, 3}, {1, 4}, {2, 5}}}));
+  // Four classes of more than kEverySplitUpToGpus GPUs in all: by island and by type.
+  EXPECT_EQ(class_splits(fake_classes({{0, "A"}, {0, "B"}, {1, "C"}, {1, "D"}}, 17)),
+            (std::vector<Split>{{{0, 1}, {2, 3}}, {{0}, {1}, {2}, {3}}}));
   // One island: only the split by type.
   EXPECT_EQ(class_splits(fake_classes({{0, "A"}, {0, "B"}, {0, "C"}, {0, "D"}, {0, "E"}})).size(),
             1u);

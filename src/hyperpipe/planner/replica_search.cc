@@ -118,7 +118,8 @@ std::vector<double> pipeline_finish(const sim::PlanSimulation& simulation) {
 
 // The best plan of one split: shares first in proportion to each pipeline's speed at an
 // even share, then moved a granule at a time from the pipeline that finishes last to the
-// one that finishes first while the simulated iteration improves.
+// one that finishes first while the simulated iteration (under 1F1B) improves; then each
+// pipeline's best schedule.
 std::optional<ScoredPlan> best_of_split(const cost::CostModel& costs,
                                         const std::vector<DeviceClass>& classes, const Split& split,
                                         const ReplicaOptions& options) {
@@ -161,7 +162,7 @@ std::optional<ScoredPlan> best_of_split(const cost::CostModel& costs,
       label += (p == 0 ? "" : " ‖ ") + found->label;
     }
     if (!simulatable(plan)) return std::nullopt;
-    ScoredPlan scored = best_schedule(costs, plan, label);
+    ScoredPlan scored = score_plan(costs, plan, label);
     scored.estimate = estimate;
     return scored;
   };
@@ -181,15 +182,20 @@ std::optional<ScoredPlan> best_of_split(const cost::CostModel& costs,
     shares = std::move(moved);
     best = std::move(candidate);
   }
-  return best;
+  if (!best) return std::nullopt;
+  ScoredPlan scheduled = best_schedule(costs, best->plan, best->label);
+  scheduled.estimate = best->estimate;
+  return scheduled;
 }
 
 }  // namespace
 
 std::vector<std::vector<std::vector<int>>> class_splits(const std::vector<DeviceClass>& classes) {
   const int n = static_cast<int>(classes.size());
+  int gpus = 0;
+  for (const auto& cls : classes) gpus += cls.count();
   std::vector<Split> splits;
-  if (n <= kEverySplitUpToClasses) {
+  if (n <= kEverySplitUpToClasses && gpus <= kEverySplitUpToGpus) {
     std::vector<int> group_of(n, 0);
     if (n > 0) every_partition(n, 1, group_of, 1, splits);
     return splits;

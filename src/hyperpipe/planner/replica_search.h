@@ -15,10 +15,12 @@
 
 namespace hyperpipe::planner {
 
-// Clusters of at most this many device classes try every split of their classes into
-// two or more pipelines (Bell(4) − 1 = 14 splits); larger ones try one pipeline per island
-// and one per GPU type, the splits along which speed and links differ most.
+// Clusters of at most this many device classes and GPUs try every split of their classes
+// into two or more pipelines (Bell(4) − 1 = 14 splits); larger ones try one pipeline per
+// island and one per GPU type, the splits along which speed and links differ most (each
+// split costs a few searches over its groups, which grow with the GPUs).
 inline constexpr int kEverySplitUpToClasses = 4;
+inline constexpr int kEverySplitUpToGpus = 64;
 // Shares are whole granules of the global batch, and each pipeline gets at least this
 // many of them, so a share can still be cut into micro-batches of a few sizes.
 inline constexpr int64_t kGranulesPerPipeline = 4;
@@ -27,8 +29,9 @@ inline constexpr int64_t kGranulesPerPipeline = 4;
 inline constexpr int kShareMoves = 6;
 
 // The splits of classes 0 … n − 1 tried: every set partition into two or more groups
-// when n ≤ kEverySplitUpToClasses; else by island and by GPU type where those give two
-// or more groups. Each group lists class indices in increasing order.
+// when n ≤ kEverySplitUpToClasses and the classes hold at most kEverySplitUpToGpus GPUs;
+// else by island and by GPU type where those give two or more groups. Each group lists
+// class indices in increasing order.
 std::vector<std::vector<std::vector<int>>> class_splits(const std::vector<DeviceClass>& classes);
 
 // Shares of `global_batch` in whole granules, in proportion to `rates` (sequences per
@@ -45,8 +48,9 @@ struct ReplicaOptions {
   int max_stages = 32;
 };
 
-// The best plan of several pipelines for each split that has one, best schedules chosen,
-// scored by the simulator; fastest first.
+// The best plan of several pipelines for each split that has one, scored by the
+// simulator: shares settled under 1F1B, then the best schedule of each pipeline
+// (best_schedule); fastest first.
 std::vector<ScoredPlan> search_replicas(const cost::CostModel& costs,
                                         const std::vector<DeviceClass>& classes,
                                         const ReplicaOptions& options);
