@@ -27,17 +27,37 @@ struct Cell {
   uint32_t run = 0;          // the run that wrote it; older cells count as empty
 };
 
+// Which cells of one (first layer, class) row a run has written: the largest device
+// count and stage count, so the dominance sweep skips the empty rest.
+struct RowExtent {
+  uint32_t run = 0;
+  int max_used = 0;
+  int max_after = 0;
+};
+
+// Memory the DPs of one search share: cells are stamped with their run, so a new DP (or
+// a new bound) starts empty without clearing or reallocating millions of cells.
+struct DpWorkspace {
+  std::vector<Cell> cells;
+  std::vector<RowExtent> rows;
+  uint32_t run = 0;
+};
+
 // Templated on the oracle so that the cost model's oracle (a final class) is called
 // without virtual dispatch in the innermost loop.
 template <typename Oracle>
 class Dp {
  public:
-  Dp(const Oracle& oracle, const std::vector<int>& order, const SearchOptions& options)
+  Dp(const Oracle& oracle, const std::vector<int>& order, const SearchOptions& options,
+     DpWorkspace& workspace)
       : oracle_(oracle),
         order_(order),
         options_(options),
         layers_(oracle.num_layers()),
-        unit_(oracle.num_classes(), 1) {
+        unit_(oracle.num_classes(), 1),
+        run_(workspace.run),
+        cells_(workspace.cells),
+        rows_(workspace.rows) {
     int devices = 0;
     for (int cls : order_) {
       // Devices are counted in units of the class's smallest group: whole nodes when
@@ -51,8 +71,11 @@ class Dp {
     // Every stage holds at least one layer and one device.
     max_stages_ = std::min({options.max_stages, layers_, devices});
     dominated_.assign(static_cast<size_t>(max_used_ + 1) * (max_stages_ + 1), kInfinity);
-    cells_.resize(static_cast<size_t>(layers_ + 1) * order_.size() * (max_used_ + 1) *
-                  (max_stages_ + 1));
+    const size_t cells =
+        static_cast<size_t>(layers_ + 1) * order_.size() * (max_used_ + 1) * (max_stages_ + 1);
+    if (cells_.size() < cells) cells_.resize(cells);
+    const size_t rows = static_cast<size_t>(layers_ + 1) * order_.size();
+    if (rows_.size() < rows) rows_.resize(rows);
   }
 
   // Runs the DP with every τ and λ at most `bound`; returns the index of the best cell
@@ -65,15 +88,20 @@ class Dp {
     for (int e = layers_ - 1; e >= 1; --e) {
       for (int k = 0; k <= last; ++k) {
         const int cls = order_[k];
+        const RowExtent& row = rows_[row_index(e, k)];
+        if (row.run != run_) continue;  // nothing covers [e, L) starting with this class
         // A cell is dominated by one with no more devices used, no more stages after it
         // (fewer micro-batches in flight, more stages left) and no larger value: skip it.
         // best_below[u][j] is the smallest value over cells (u' <= u, j' <= j).
-        std::fill(dominated_.begin(), dominated_.end(), kInfinity);
+        const int max_j = row.max_after;
+        const int max_u = row.max_used;
         const auto at = [&](int u, int j) -> double& {
           return dominated_[static_cast<size_t>(u) * (max_stages_ + 1) + j];
         };
-        for (int u = 1; u <= units(cls); ++u) {
-          for (int j = 1; j <= max_stages_; ++j) {
+        std::fill(dominated_.begin(), dominated_.begin() + (max_u + 1) * (max_stages_ + 1),
+                  kInfinity);
+        for (int u = 1; u <= max_u; ++u) {
+          for (int j = 1; j <= max_j; ++j) {
             const int from = index(e, k, u, j);
             const double value = value_of(from);
             const double below = std::min(at(u - 1, j), at(u, j - 1));
@@ -126,6 +154,8 @@ class Dp {
  private:
   // Devices of a class in the DP's units.
   int units(int cls) const { return oracle_.class_size(cls) / unit_[cls]; }
+
+  int row_index(int e, int k) const { return e * static_cast<int>(order_.size()) + k; }
 
   int index(int e, int k, int u, int j) const {
     return ((e * static_cast<int>(order_.size()) + k) * (max_used_ + 1) + u) * (max_stages_ + 1) +
@@ -195,6 +225,10 @@ class Dp {
       if (better(candidate, value_of(to) == kInfinity ? nullptr : &target)) {
         target = candidate;
         target.run = run_;
+        RowExtent& row = rows_[row_index(first, k)];
+        if (row.run != run_) row = {run_, 0, 0};
+        row.max_used = std::max(row.max_used, target_used);
+        row.max_after = std::max(row.max_after, after + 1);
       }
     }
   }
@@ -207,8 +241,9 @@ class Dp {
   int max_used_ = 0;
   int max_stages_ = 0;
   double bound_ = kInfinity;
-  uint32_t run_ = 0;
-  std::vector<Cell> cells_;
+  uint32_t& run_;  // the workspace's: runs of every DP of the search count on
+  std::vector<Cell>& cells_;
+  std::vector<RowExtent>& rows_;
   std::vector<double> dominated_;
 };
 
@@ -350,12 +385,13 @@ std::vector<Pipeline> search(const Oracle& oracle, const SearchOptions& options)
     return std::min(options.prune_above, result[options.keep - 1].objective);
   };
   const DeviceTimeBound bound_of(oracle);
+  DpWorkspace workspace;
   if (options.max_orders > 0 && static_cast<int>(work.size()) > options.max_orders) {
     work.resize(options.max_orders);
   }
   for (size_t index : work) {
     if (bound_of(all_orders[index], options.micro_batches) >= to_beat()) continue;
-    Dp<Oracle> dp(oracle, all_orders[index], options);
+    Dp<Oracle> dp(oracle, all_orders[index], options, workspace);
     const double limit = to_beat();
     // Σ τ is at least one fastest pass, so a bottleneck w only wins under
     // (limit − pass) / (m − 1).
