@@ -158,6 +158,15 @@ TEST(Cli, SimulateTheExamplePlanWritesTraceAndSvg) {
   EXPECT_EQ(slurp(svg).rfind("<svg", 0), 0u);
 }
 
+TEST(Cli, SimulateTwoPipelinesSideBySide) {
+  const Result r = run("simulate --plan " + kExamples + "/plans/gpt2-two-pipelines.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 pipelines summing their gradients (global batch 64"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("pipeline 1, stage 1: V100-16GB ×4 [8-11]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Replica sync"), std::string::npos) << r.out;
+}
+
 TEST(Cli, SimulateOnAnotherCluster) {
   // The same plan on a cluster too small for it: the plan names device 15.
   const Result r =
