@@ -1,0 +1,222 @@
+#include "hyperpipe/runtime/layers.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+
+#include "hyperpipe/common/error.h"
+
+namespace hyperpipe::runtime {
+namespace {
+
+namespace F = torch::nn::functional;
+
+torch::Tensor normal(std::vector<int64_t> shape, double stddev, torch::Generator& generator) {
+  return torch::empty(shape).normal_(0.0, stddev, generator);
+}
+
+// The scale of the projections back into the residual stream (GPT-2).
+double residual_std(const model::TransformerConfig& config) {
+  return kInitStd / std::sqrt(2.0 * static_cast<double>(config.layers));
+}
+
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight) {
+  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + kRmsNormEps) * weight;
+}
+
+class Embedding final : public LayerModule {
+ public:
+  Embedding(const model::TransformerConfig& config, torch::Generator generator)
+      : offset_(config.position_offset) {
+    tokens_ =
+        register_parameter("tokens", normal({config.vocab, config.hidden}, kInitStd, generator));
+    if (config.flavour == model::Flavour::gpt) {
+      positions_ = register_parameter(
+          "positions",
+          normal({config.seq_len + config.position_offset, config.hidden}, kInitStd, generator));
+    }
+  }
+
+  torch::Tensor forward(const torch::Tensor& ids) override {
+    auto hidden = torch::embedding(tokens_, ids);
+    if (positions_.defined()) {
+      const auto where =
+          torch::arange(offset_, offset_ + ids.size(1), ids.options().dtype(torch::kLong));
+      hidden = hidden + positions_.index_select(0, where);
+    }
+    return hidden;
+  }
+
+ private:
+  int64_t offset_;
+  torch::Tensor tokens_;
+  torch::Tensor positions_;
+};
+
+class Block final : public LayerModule {
+ public:
+  Block(const model::TransformerConfig& config, torch::Generator generator)
+      : gpt_(config.flavour == model::Flavour::gpt),
+        heads_(config.heads),
+        kv_heads_(config.kv_heads),
+        head_dim_(config.head_dim()) {
+    const int64_t h = config.hidden;
+    const int64_t kv = config.kv_dim();
+    const int64_t ffn = config.ffn_hidden;
+    const double out_std = residual_std(config);
+    attention_norm_ = register_parameter("attention_norm", torch::ones({h}));
+    if (gpt_) attention_norm_bias_ = register_parameter("attention_norm_bias", torch::zeros({h}));
+    qkv_ = register_parameter("qkv", normal({h + 2 * kv, h}, kInitStd, generator));
+    if (gpt_) qkv_bias_ = register_parameter("qkv_bias", torch::zeros({h + 2 * kv}));
+    out_ = register_parameter("out", normal({h, h}, out_std, generator));
+    if (gpt_) out_bias_ = register_parameter("out_bias", torch::zeros({h}));
+    mlp_norm_ = register_parameter("mlp_norm", torch::ones({h}));
+    if (gpt_) mlp_norm_bias_ = register_parameter("mlp_norm_bias", torch::zeros({h}));
+    up_ = register_parameter("up", normal({ffn, h}, kInitStd, generator));
+    if (gpt_) {
+      up_bias_ = register_parameter("up_bias", torch::zeros({ffn}));
+    } else {
+      gate_ = register_parameter("gate", normal({ffn, h}, kInitStd, generator));
+    }
+    down_ = register_parameter("down", normal({h, ffn}, out_std, generator));
+    if (gpt_) down_bias_ = register_parameter("down_bias", torch::zeros({h}));
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) override {
+    const auto h = x + attention(norm(x, attention_norm_, attention_norm_bias_));
+    return h + mlp(norm(h, mlp_norm_, mlp_norm_bias_));
+  }
+
+ private:
+  torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight,
+                     const torch::Tensor& bias) const {
+    if (!gpt_) return rms_norm(x, weight);
+    return F::layer_norm(
+        x, F::LayerNormFuncOptions({x.size(-1)}).weight(weight).bias(bias).eps(kLayerNormEps));
+  }
+
+  torch::Tensor attention(const torch::Tensor& x) const {
+    const int64_t b = x.size(0);
+    const int64_t s = x.size(1);
+    const int64_t kv = kv_heads_ * head_dim_;
+    const auto qkv = torch::nn::functional::linear(x, qkv_, qkv_bias_);
+    const auto parts = qkv.split_with_sizes({heads_ * head_dim_, kv, kv}, -1);
+    auto q = parts[0].view({b, s, heads_, head_dim_}).transpose(1, 2);
+    auto k = parts[1].view({b, s, kv_heads_, head_dim_}).transpose(1, 2);
+    auto v = parts[2].view({b, s, kv_heads_, head_dim_}).transpose(1, 2);
+    if (!gpt_) {
+      q = rotary(q);
+      k = rotary(k);
+    }
+    if (kv_heads_ != heads_) {  // grouped-query attention: each key/value head serves several
+      k = k.repeat_interleave(heads_ / kv_heads_, 1);
+      v = v.repeat_interleave(heads_ / kv_heads_, 1);
+    }
+    auto scores = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
+    const auto future = torch::ones({s, s}, x.options().dtype(torch::kBool)).triu(1);
+    scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
+    const auto mixed = scores.softmax(-1).matmul(v).transpose(1, 2).reshape({b, s, -1});
+    return torch::nn::functional::linear(mixed, out_, out_bias_);
+  }
+
+  torch::Tensor mlp(const torch::Tensor& x) const {
+    if (gpt_) {
+      const auto inner = F::gelu(torch::nn::functional::linear(x, up_, up_bias_),
+                                 F::GELUFuncOptions().approximate("tanh"));
+      return torch::nn::functional::linear(inner, down_, down_bias_);
+    }
+    // SwiGLU: down(silu(gate(x)) · up(x)).
+    const auto inner =
+        F::silu(torch::nn::functional::linear(x, gate_)) * torch::nn::functional::linear(x, up_);
+    return torch::nn::functional::linear(inner, down_);
+  }
+
+  bool gpt_;
+  int64_t heads_;
+  int64_t kv_heads_;
+  int64_t head_dim_;
+  torch::Tensor attention_norm_, attention_norm_bias_, qkv_, qkv_bias_, out_, out_bias_;
+  torch::Tensor mlp_norm_, mlp_norm_bias_, up_, up_bias_, gate_, down_, down_bias_;
+};
+
+class Head final : public LayerModule {
+ public:
+  Head(const model::TransformerConfig& config, torch::Generator generator, uint64_t seed)
+      : gpt_(config.flavour == model::Flavour::gpt) {
+    const int64_t h = config.hidden;
+    if (config.final_norm) {
+      norm_ = register_parameter("norm", torch::ones({h}));
+      if (gpt_) norm_bias_ = register_parameter("norm_bias", torch::zeros({h}));
+    }
+    if (config.tied_embeddings) {
+      // The embedding's token matrix, drawn the same way from the embedding's generator.
+      auto embedding = layer_generator(seed, 0);
+      weight_ = register_parameter("tied_tokens", normal({config.vocab, h}, kInitStd, embedding));
+      tied_ = true;
+    } else {
+      weight_ = register_parameter("lm_head", normal({config.vocab, h}, kInitStd, generator));
+    }
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) override {
+    auto normed = x;
+    if (norm_.defined()) {
+      normed = gpt_ ? F::layer_norm(x, F::LayerNormFuncOptions({x.size(-1)})
+                                           .weight(norm_)
+                                           .bias(norm_bias_)
+                                           .eps(kLayerNormEps))
+                    : rms_norm(x, norm_);
+    }
+    return torch::nn::functional::linear(normed, weight_);
+  }
+
+  torch::Tensor tied_weight() override { return tied_ ? weight_ : torch::Tensor(); }
+
+ private:
+  bool gpt_;
+  bool tied_ = false;
+  torch::Tensor norm_, norm_bias_, weight_;
+};
+
+}  // namespace
+
+torch::Tensor rotary(const torch::Tensor& x) {
+  const int64_t seq = x.size(2);
+  const int64_t half = x.size(3) / 2;
+  const auto options = x.options();
+  const auto inverse = torch::pow(
+      kRotaryBase, -torch::arange(0, half, options) * 2.0 / static_cast<double>(x.size(3)));
+  const auto angles = torch::outer(torch::arange(0, seq, options), inverse);  // [s, half]
+  const auto cos = angles.cos();
+  const auto sin = angles.sin();
+  const auto pairs = x.reshape({x.size(0), x.size(1), seq, half, 2});
+  const auto even = pairs.select(-1, 0);
+  const auto odd = pairs.select(-1, 1);
+  return torch::stack({even * cos - odd * sin, even * sin + odd * cos}, -1).reshape(x.sizes());
+}
+
+torch::Generator layer_generator(uint64_t seed, int layer_index) {
+  // SplitMix64's increment (Steele et al., 2014) spreads neighbouring layer seeds apart.
+  constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+  return at::detail::createCPUGenerator(seed + kGolden * static_cast<uint64_t>(layer_index + 1));
+}
+
+std::shared_ptr<LayerModule> make_layer(const model::Layer& layer,
+                                        const model::TransformerConfig& config, uint64_t seed) {
+  if (config.embed_dim != 0 && config.embed_dim != config.hidden) {
+    throw InputError("model " + config.name, "embed_dim",
+                     "the runtime builds models whose embedding width equals hidden");
+  }
+  auto generator = layer_generator(seed, layer.index());
+  switch (layer.kind()) {
+    case model::LayerKind::embedding:
+      return std::make_shared<Embedding>(config, generator);
+    case model::LayerKind::decoder_block:
+      return std::make_shared<Block>(config, generator);
+    case model::LayerKind::head:
+      return std::make_shared<Head>(config, generator, seed);
+  }
+  return nullptr;
+}
+
+}  // namespace hyperpipe::runtime

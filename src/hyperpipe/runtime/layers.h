@@ -1,0 +1,49 @@
+// The model's chain (embedding, blocks, head) as libtorch modules, one module per layer
+// of model::Model, so a stage builds exactly its layer range. Weights are drawn from a
+// generator seeded by the layer index, so every split of the model starts identical.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "hyperpipe/model/layer.h"
+#include "hyperpipe/model/transformer_config.h"
+
+namespace hyperpipe::runtime {
+
+// GPT-2's initialisation (Radford et al., 2019, and its released code): weights drawn
+// from N(0, 0.02²), biases zero, norms one; the projections back into the residual
+// stream scaled by 1/√(2·blocks) so the residual's variance does not grow with depth.
+inline constexpr double kInitStd = 0.02;
+// LayerNorm and RMSNorm epsilon of GPT-2 and LLaMA respectively.
+inline constexpr double kLayerNormEps = 1e-5;
+inline constexpr double kRmsNormEps = 1e-5;
+// LLaMA's rotary base (Su et al., RoFormer; Meta's reference model.py).
+inline constexpr double kRotaryBase = 10000.0;
+
+// One layer of the chain. Embedding: token ids [b, s] (int64) → hidden [b, s, h];
+// block: hidden → hidden; head: hidden → logits [b, s, vocab].
+class LayerModule : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(const torch::Tensor& input) = 0;
+  // The head's copy of a tied embedding matrix (nullptr elsewhere or when untied): its
+  // gradient is summed with the embedding's every step so the two stay equal.
+  virtual torch::Tensor tied_weight() { return {}; }
+};
+
+// Throws InputError when the runtime cannot build this shape (e.g. a projected
+// embedding width).
+std::shared_ptr<LayerModule> make_layer(const model::Layer& layer,
+                                        const model::TransformerConfig& config, uint64_t seed);
+
+// Rotary position embedding on [b, heads, s, head_dim]: consecutive channel pairs rotated
+// by position × kRotaryBase^(−2i/head_dim) (Su et al.; Meta's reference model.py).
+torch::Tensor rotary(const torch::Tensor& x);
+
+// The embedding's token matrix, or the head's tied copy of it: both drawn first from the
+// embedding layer's generator, so they start equal.
+torch::Generator layer_generator(uint64_t seed, int layer_index);
+
+}  // namespace hyperpipe::runtime

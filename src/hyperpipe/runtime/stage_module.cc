@@ -1,0 +1,36 @@
+#include "hyperpipe/runtime/stage_module.h"
+
+#include <string>
+
+namespace hyperpipe::runtime {
+
+StageModule::StageModule(const model::Model& model, int first_layer, int end_layer, uint64_t seed)
+    : first_(first_layer), end_(end_layer), layers_(model.num_layers()) {
+  for (int l = first_; l < end_; ++l) {
+    chain_.push_back(make_layer(model.layers().at(l), model.config(), seed));
+    register_module("layer" + std::to_string(l), chain_.back());
+  }
+}
+
+torch::Tensor StageModule::forward(torch::Tensor input) {
+  for (auto& layer : chain_) input = layer->forward(input);
+  return input;
+}
+
+torch::Tensor StageModule::embedding_tokens() {
+  if (!holds_embedding()) return {};
+  return chain_.front()->named_parameters(false)["tokens"];
+}
+
+torch::Tensor StageModule::tied_head_tokens() {
+  if (!holds_head()) return {};
+  return chain_.back()->tied_weight();
+}
+
+torch::Tensor cross_entropy_sum(const torch::Tensor& logits, const torch::Tensor& targets) {
+  return torch::nn::functional::cross_entropy(
+      logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+}
+
+}  // namespace hyperpipe::runtime

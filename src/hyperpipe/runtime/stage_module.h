@@ -1,0 +1,45 @@
+// A pipeline stage's share of the model: layers [first, end) of the chain as one module.
+// Its parameters are named by layer ("layer7.qkv"), so checkpoints move between splits.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "hyperpipe/model/model.h"
+#include "hyperpipe/runtime/layers.h"
+
+namespace hyperpipe::runtime {
+
+class StageModule : public torch::nn::Module {
+ public:
+  StageModule(const model::Model& model, int first_layer, int end_layer, uint64_t seed);
+
+  // Token ids [b, s] when the stage holds the embedding, else hidden states [b, s, h];
+  // returns hidden states, or logits [b, s, vocab] when it holds the head.
+  torch::Tensor forward(torch::Tensor input);
+
+  int first_layer() const { return first_; }
+  int end_layer() const { return end_; }
+  bool holds_embedding() const { return first_ == 0; }
+  bool holds_head() const { return end_ == layers_; }
+  // The embedding's token matrix and the head's tied copy of it, where this stage holds
+  // them (undefined tensors otherwise).
+  torch::Tensor embedding_tokens();
+  torch::Tensor tied_head_tokens();
+
+ private:
+  int first_;
+  int end_;
+  int layers_;
+  std::vector<std::shared_ptr<LayerModule>> chain_;
+};
+
+// Σ of the cross-entropy over every token: logits [b, s, vocab], targets [b, s]. The
+// caller divides by the tokens of the whole global batch, so micro-batches and data-
+// parallel shards add up to the mean over the batch.
+torch::Tensor cross_entropy_sum(const torch::Tensor& logits, const torch::Tensor& targets);
+
+}  // namespace hyperpipe::runtime

@@ -1,0 +1,136 @@
+#include "hyperpipe/runtime/layers.h"
+
+#include <gtest/gtest.h>
+
+#include "hyperpipe/common/yaml_reader.h"
+#include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/runtime/stage_module.h"
+
+namespace hyperpipe::runtime {
+namespace {
+
+namespace F = torch::nn::functional;
+
+model::Model small_model(const std::string& yaml) {
+  return model::Model(model::read_model_yaml(YamlField::load_string(yaml, "small")));
+}
+
+// A GPT and a LLaMA small enough to run in milliseconds; the LLaMA has grouped-query
+// attention.
+const char* kGpt =
+    "name: small-gpt\nflavour: gpt\nhidden: 64\nlayers: 3\nheads: 4\nvocab: 97\nseq_len: 16\n"
+    "tied_embeddings: false\n";
+const char* kLlama =
+    "name: small-llama\nflavour: llama\nhidden: 64\nlayers: 2\nheads: 4\nkv_heads: 2\n"
+    "ffn_hidden: 96\nvocab: 97\nseq_len: 16\ntied_embeddings: false\n";
+
+int64_t parameter_count(torch::nn::Module& module) {
+  int64_t count = 0;
+  for (const auto& p : module.parameters()) count += p.numel();
+  return count;
+}
+
+TEST(Layers, ParameterCountsMatchTheModelsFormulas) {
+  for (const char* yaml : {kGpt, kLlama}) {
+    for (const bool tied : {false, true}) {
+      std::string text = yaml;
+      if (tied) text.replace(text.find("tied_embeddings: false"), 22, "tied_embeddings: true");
+      const auto model = small_model(text);
+      for (const auto& layer : model.layers()) {
+        const auto module = make_layer(layer, model.config(), 1);
+        EXPECT_EQ(parameter_count(*module), layer.params()) << text << layer.name();
+      }
+    }
+  }
+}
+
+TEST(Layers, EverySplitStartsFromTheSameWeights) {
+  const auto model = small_model(kGpt);
+  StageModule whole(model, 0, model.num_layers(), 42);
+  StageModule middle(model, 2, 3, 42);
+  const auto all = whole.named_parameters();
+  for (const auto& p : middle.named_parameters()) {
+    ASSERT_TRUE(all.contains(p.key())) << p.key();
+    EXPECT_TRUE(torch::equal(all[p.key()], p.value())) << p.key();
+  }
+  StageModule other_seed(model, 2, 3, 43);
+  EXPECT_FALSE(torch::equal(other_seed.named_parameters()["layer2.qkv"], all["layer2.qkv"]));
+}
+
+TEST(Layers, TiedHeadCopyStartsEqualToTheEmbedding) {
+  std::string text = kGpt;
+  text.replace(text.find("tied_embeddings: false"), 22, "tied_embeddings: true");
+  const auto model = small_model(text);
+  StageModule first(model, 0, 1, 5);
+  StageModule last(model, model.num_layers() - 1, model.num_layers(), 5);
+  ASSERT_TRUE(first.embedding_tokens().defined());
+  ASSERT_TRUE(last.tied_head_tokens().defined());
+  EXPECT_TRUE(torch::equal(first.embedding_tokens(), last.tied_head_tokens()));
+}
+
+TEST(Layers, GptBlockMatchesTorchMultiheadAttention) {
+  // The block by torch's own nn::MultiheadAttention (which packs q, k, v the same way) and
+  // functional LayerNorm/GELU, from the block's parameters.
+  const auto model = small_model(kGpt);
+  StageModule stage(model, 1, 2, 9);
+  auto p = stage.named_parameters();
+  // Non-trivial norms and biases, so a swapped parameter would show.
+  torch::NoGradGuard no_grad;
+  for (auto& item : p) item.value().add_(torch::randn_like(item.value()) * 0.1);
+  const auto x = torch::randn({2, 16, 64});
+  const int64_t s = 16;
+  torch::nn::MultiheadAttention attention(torch::nn::MultiheadAttentionOptions(64, 4));
+  attention->in_proj_weight.copy_(p["layer1.qkv"]);
+  attention->in_proj_bias.copy_(p["layer1.qkv_bias"]);
+  attention->out_proj->weight.copy_(p["layer1.out"]);
+  attention->out_proj->bias.copy_(p["layer1.out_bias"]);
+  const auto ln = [&](const torch::Tensor& in, const std::string& w, const std::string& b) {
+    return F::layer_norm(in,
+                         F::LayerNormFuncOptions({64}).weight(p[w]).bias(p[b]).eps(kLayerNormEps));
+  };
+  const auto normed = ln(x, "layer1.attention_norm", "layer1.attention_norm_bias").transpose(0, 1);
+  // An additive mask: libtorch's C++ MultiheadAttention adds attn_mask to the scores.
+  const auto mask = torch::full({s, s}, -std::numeric_limits<float>::infinity()).triu(1);
+  const auto attended =
+      std::get<0>(attention->forward(normed, normed, normed, {}, false, mask)).transpose(0, 1);
+  const auto h = x + attended;
+  const auto inner = F::gelu(F::linear(ln(h, "layer1.mlp_norm", "layer1.mlp_norm_bias"),
+                                       p["layer1.up"], p["layer1.up_bias"]),
+                             F::GELUFuncOptions().approximate("tanh"));
+  const auto expected = h + F::linear(inner, p["layer1.down"], p["layer1.down_bias"]);
+  EXPECT_TRUE(torch::allclose(stage.forward(x), expected, 1e-5, 1e-5));
+}
+
+TEST(Layers, LaterTokensNeverChangeEarlierLogits) {
+  for (const char* yaml : {kGpt, kLlama}) {
+    const auto model = small_model(yaml);
+    StageModule whole(model, 0, model.num_layers(), 3);
+    torch::NoGradGuard no_grad;
+    auto ids = torch::randint(0, 97, {1, 16}, torch::kLong);
+    const auto before = whole.forward(ids);
+    EXPECT_EQ(before.sizes(), (std::vector<int64_t>{1, 16, 97}));
+    ids.index_put_({0, 10}, (ids.index({0, 10}).item<int64_t>() + 1) % 97);
+    const auto after = whole.forward(ids);
+    EXPECT_TRUE(torch::equal(before.slice(1, 0, 10), after.slice(1, 0, 10))) << yaml;
+    EXPECT_FALSE(torch::allclose(before.slice(1, 10), after.slice(1, 10))) << yaml;
+  }
+}
+
+TEST(Layers, RotaryScoresDependOnRelativePositionOnly) {
+  // The same query and key vectors at every position: after rotation, the score of
+  // position i against j depends on i − j alone, and at i = j equals the plain dot product.
+  const auto q = torch::randn({8}, torch::kDouble);
+  const auto k = torch::randn({8}, torch::kDouble);
+  const auto rq = rotary(q.expand({1, 1, 12, 8}).contiguous())[0][0];
+  const auto rk = rotary(k.expand({1, 1, 12, 8}).contiguous())[0][0];
+  const auto score = [&](int i, int j) { return rq[i].dot(rk[j]).item<double>(); };
+  EXPECT_NEAR(score(0, 0), q.dot(k).item<double>(), 1e-12);
+  for (int i = 3; i < 11; ++i) {
+    EXPECT_NEAR(score(i, i - 3), score(3, 0), 1e-12) << i;
+    EXPECT_NEAR(score(i, i), score(0, 0), 1e-12) << i;
+  }
+  EXPECT_GT(std::abs(score(5, 2) - score(5, 4)), 1e-6);  // and it does depend on the offset
+}
+
+}  // namespace
+}  // namespace hyperpipe::runtime
