@@ -1,0 +1,235 @@
+#include "hyperpipe/launch/process_launcher.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace hyperpipe::launch {
+namespace {
+
+// How often the launcher looks for exited processes while their pipes are quiet.
+constexpr int kPollMilliseconds = 50;
+
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1;
+  int err_fd = -1;
+  std::string out_line;
+  std::string err_line;
+  bool exited = false;
+  int code = 0;
+};
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+// Forwards whole lines from `fd` (partial ones wait in `line`); false at end of file.
+bool forward(int fd, std::string& line, int rank, std::ostream& to) {
+  char buffer[4096];
+  errno = 0;
+  const ssize_t got = read(fd, buffer, sizeof buffer);
+  if (got < 0) return errno == EINTR || errno == EAGAIN;
+  if (got == 0) {
+    if (!line.empty()) to << fmt::format("[rank {}] {}\n", rank, line) << std::flush;
+    line.clear();
+    return false;
+  }
+  line.append(buffer, static_cast<size_t>(got));
+  size_t newline;
+  while ((newline = line.find('\n')) != std::string::npos) {
+    to << fmt::format("[rank {}] {}\n", rank, line.substr(0, newline));
+    line.erase(0, newline + 1);
+  }
+  to << std::flush;
+  return true;
+}
+
+std::vector<std::string> environment_for(const LaunchSpec& spec, int rank, int port) {
+  std::map<std::string, std::string> variables;
+  for (char** entry = environ; *entry; ++entry) {
+    const std::string text(*entry);
+    const auto equals = text.find('=');
+    if (equals != std::string::npos) variables[text.substr(0, equals)] = text.substr(equals + 1);
+  }
+  for (const auto& [name, value] : spec.environment) variables[name] = value;
+  variables["RANK"] = std::to_string(rank);
+  variables["LOCAL_RANK"] = std::to_string(rank);
+  variables["WORLD_SIZE"] = std::to_string(spec.processes);
+  variables["LOCAL_WORLD_SIZE"] = std::to_string(spec.processes);
+  variables["MASTER_ADDR"] = spec.address;
+  variables["MASTER_PORT"] = std::to_string(port);
+  std::vector<std::string> result;
+  for (const auto& [name, value] : variables) result.push_back(name + "=" + value);
+  return result;
+}
+
+Child spawn(const LaunchSpec& spec, int rank, int port) {
+  int out_pipe[2];
+  int err_pipe[2];
+  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) {
+    throw std::runtime_error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+  for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
+    posix_spawn_file_actions_addclose(&actions, fd);
+  }
+  std::vector<char*> argv;
+  for (const auto& arg : spec.command) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  const auto environment = environment_for(spec, rank, port);
+  std::vector<char*> envp;
+  for (const auto& entry : environment) envp.push_back(const_cast<char*>(entry.c_str()));
+  envp.push_back(nullptr);
+  // Each rank leads a process group of its own, so stopping it stops whatever it started.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  Child child;
+  const int failed =
+      posix_spawnp(&child.pid, argv[0], &actions, &attributes, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (failed != 0) {
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    throw std::runtime_error(
+        fmt::format("cannot start {}: {}", spec.command.front(), std::strerror(failed)));
+  }
+  child.out_fd = out_pipe[0];
+  child.err_fd = err_pipe[0];
+  for (int fd : {child.out_fd, child.err_fd}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return child;
+}
+
+}  // namespace
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("cannot open a socket to find a free port");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot find a free port");
+  }
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::ostream& err) {
+  if (spec.command.empty()) throw std::runtime_error("nothing to launch");
+  const int port = spec.port > 0 ? spec.port : free_port();
+  std::vector<Child> children;
+  LaunchResult result;
+  try {
+    for (int rank = 0; rank < spec.processes; ++rank) children.push_back(spawn(spec, rank, port));
+  } catch (...) {
+    for (auto& child : children) kill(-child.pid, SIGKILL);
+    for (auto& child : children) waitpid(child.pid, nullptr, 0);
+    throw;
+  }
+
+  bool stopping = false;
+  auto stop_deadline = std::chrono::steady_clock::now();
+  int running = spec.processes;
+  while (running > 0) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<int, bool>> owners;  // (rank, is stderr)
+    for (int rank = 0; rank < spec.processes; ++rank) {
+      if (children[rank].out_fd >= 0) {
+        fds.push_back({children[rank].out_fd, POLLIN, 0});
+        owners.emplace_back(rank, false);
+      }
+      if (children[rank].err_fd >= 0) {
+        fds.push_back({children[rank].err_fd, POLLIN, 0});
+        owners.emplace_back(rank, true);
+      }
+    }
+    if (!fds.empty()) poll(fds.data(), fds.size(), kPollMilliseconds);
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      auto& [rank, is_err] = owners[i];
+      Child& child = children[rank];
+      int& fd = is_err ? child.err_fd : child.out_fd;
+      if (!forward(fd, is_err ? child.err_line : child.out_line, rank, is_err ? err : out)) {
+        close(fd);
+        fd = -1;
+      }
+    }
+    if (fds.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(kPollMilliseconds));
+    for (int rank = 0; rank < spec.processes; ++rank) {
+      Child& child = children[rank];
+      if (child.exited) continue;
+      int status = 0;
+      if (waitpid(child.pid, &status, WNOHANG) != child.pid) continue;
+      child.exited = true;
+      child.code = exit_code_of(status);
+      --running;
+      if (child.code != 0 && result.failed_rank < 0) {
+        result.failed_rank = rank;
+        result.exit_code = child.code;
+        err << fmt::format("[launch] rank {} exited with code {}; stopping the others\n", rank,
+                           child.code)
+            << std::flush;
+        stopping = true;
+        stop_deadline = std::chrono::steady_clock::now() + spec.grace;
+        for (auto& other : children) {
+          if (!other.exited) kill(-other.pid, SIGTERM);
+        }
+      }
+    }
+    if (stopping && std::chrono::steady_clock::now() > stop_deadline) {
+      for (auto& other : children) {
+        if (!other.exited) kill(-other.pid, SIGKILL);
+      }
+    }
+  }
+  // What a rank's own children (if any outlived it) still hold: its process group goes.
+  for (auto& child : children) kill(-child.pid, SIGKILL);
+  for (size_t rank = 0; rank < children.size(); ++rank) {
+    Child& child = children[rank];
+    for (const bool is_err : {false, true}) {
+      int& fd = is_err ? child.err_fd : child.out_fd;
+      if (fd < 0) continue;
+      // The rank has exited: take what is buffered (non-blocking) and close.
+      while (forward(fd, is_err ? child.err_line : child.out_line, static_cast<int>(rank),
+                     is_err ? err : out) &&
+             errno != EAGAIN) {
+      }
+      auto& line = is_err ? child.err_line : child.out_line;
+      if (!line.empty()) (is_err ? err : out) << fmt::format("[rank {}] {}\n", rank, line);
+      close(fd);
+      fd = -1;
+    }
+    result.codes.push_back(child.code);
+  }
+  return result;
+}
+
+}  // namespace hyperpipe::launch

@@ -1,0 +1,37 @@
+// Starts the processes of a run on this machine, like torchrun: one copy of a command
+// per rank with the rendezvous variables set, their output forwarded line by line with
+// the rank in front, and all of them stopped as soon as one fails.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace hyperpipe::launch {
+
+struct LaunchSpec {
+  std::vector<std::string> command;  // program and arguments, the same for every rank
+  int processes = 1;
+  std::string address = "127.0.0.1";
+  int port = 0;                                    // 0: a free port of this machine
+  std::map<std::string, std::string> environment;  // added to every process's
+  // After the first failure, how long the others get to exit after SIGTERM before SIGKILL.
+  std::chrono::milliseconds grace{5000};
+};
+
+struct LaunchResult {
+  int exit_code = 0;       // 0, or the first failing rank's (128 + signal when killed)
+  int failed_rank = -1;    // the first rank to fail, -1 when none did
+  std::vector<int> codes;  // per rank
+};
+
+// Blocks until every process has exited. Lines are written to `out` (stdout) and `err`
+// (stderr) as "[rank 3] text". Throws std::runtime_error when a process cannot start.
+LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::ostream& err);
+
+// A TCP port that was free a moment ago on 127.0.0.1.
+int free_port();
+
+}  // namespace hyperpipe::launch

@@ -1,0 +1,60 @@
+// Point-to-point transfers and collectives between the processes of a run, behind one
+// interface so the executor does not care which backend carries them: torch's c10d with
+// Gloo on CPU, NCCL on CUDA (when libtorch has CUDA).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "hyperpipe/runtime/rendezvous.h"
+
+namespace hyperpipe::runtime {
+
+// A transfer or collective failed or timed out; the message names the peers.
+class CommunicationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A transfer in flight. Keeps its tensor alive until done.
+class Pending {
+ public:
+  virtual ~Pending() = default;
+  // Blocks until done; throws CommunicationError on failure or timeout.
+  virtual void wait() = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  // Asynchronous; the matching call on the peer uses the same tag. `what` names the
+  // transfer in errors ("the activation of micro-batch 3").
+  virtual std::unique_ptr<Pending> send(torch::Tensor tensor, int peer, int tag,
+                                        const std::string& what) = 0;
+  virtual std::unique_ptr<Pending> recv(torch::Tensor tensor, int peer, int tag,
+                                        const std::string& what) = 0;
+  // In-place sum over `ranks` (sorted, including this one); every member calls it with
+  // the same list, in the same order as its other collectives on that list.
+  virtual void all_reduce_sum(std::vector<torch::Tensor>& tensors,
+                              const std::vector<int>& ranks) = 0;
+  virtual void barrier() = 0;
+  // Small messages through the rendezvous store (timelines, checksums); get waits for
+  // the key up to the timeout.
+  virtual void store_set(const std::string& key, const std::string& value) = 0;
+  virtual std::string store_get(const std::string& key) = 0;
+};
+
+// Joins the run described by `rendezvous` (rank 0 hosts the store): Gloo for CPU
+// tensors, NCCL for CUDA ones. Every wait gives up after `timeout` with an error that
+// names the peer, so a dead process ends the run instead of hanging it.
+std::unique_ptr<Communicator> connect(const Rendezvous& rendezvous, const torch::Device& device,
+                                      std::chrono::milliseconds timeout);
+
+}  // namespace hyperpipe::runtime

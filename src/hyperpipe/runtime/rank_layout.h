@@ -1,0 +1,61 @@
+// How a plan's devices become processes: one process per device, ranked device group by
+// device group in pipeline order, and which samples of each micro-batch each holds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hyperpipe/plan/plan.h"
+
+namespace hyperpipe::runtime {
+
+struct ProcessRole {
+  int rank = 0;
+  int group = 0;     // pipeline rank: the device group, holding stages group + k·groups
+  int dp_index = 0;  // within the group's data-parallel ranks
+  int dp = 1;
+  int device = 0;  // the plan's global device id
+};
+
+// Samples [begin, end) of a micro-batch.
+struct SampleRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t size() const { return end - begin; }
+  bool operator==(const SampleRange&) const = default;
+};
+
+// The samples data-parallel rank `index` of `dp` handles: as even as possible, the first
+// (micro_batch mod dp) ranks one more (the cost model's slowest rank has the ceiling).
+SampleRange shard(int64_t micro_batch, int dp, int index);
+
+// What crosses between two device groups whose dp differ: each piece of the micro-batch
+// that sender `from_index` holds and receiver `to_index` needs.
+struct Slice {
+  int from_index = 0;
+  int to_index = 0;
+  SampleRange samples;
+  bool operator==(const Slice&) const = default;
+};
+std::vector<Slice> reshard(int64_t micro_batch, int from_dp, int to_dp);
+
+class RankLayout {
+ public:
+  // Throws InputError naming `source` (the plan file) for what the runtime does not run
+  // yet: tensor parallelism, several pipelines.
+  RankLayout(const plan::Plan& plan, const std::string& source);
+
+  int world_size() const { return static_cast<int>(roles_.size()); }
+  int groups() const { return static_cast<int>(first_rank_.size()); }
+  const ProcessRole& role(int rank) const { return roles_.at(rank); }
+  int rank_of(int group, int dp_index) const { return first_rank_.at(group) + dp_index; }
+  // The data-parallel ranks of one device group.
+  std::vector<int> group_ranks(int group) const;
+
+ private:
+  std::vector<ProcessRole> roles_;
+  std::vector<int> first_rank_;
+};
+
+}  // namespace hyperpipe::runtime

@@ -1,0 +1,76 @@
+#include "hyperpipe/runtime/rendezvous.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <limits>
+
+#include "hyperpipe/common/error.h"
+
+namespace hyperpipe::runtime {
+namespace {
+
+// The highest TCP port number.
+constexpr long kMaxPort = 65535;
+
+int read_int(const Environment& environment, const std::string& name, long low, long high) {
+  const auto text = environment(name);
+  if (!text) throw InputError("environment", name, "set (it comes with the launcher's others)");
+  char* end = nullptr;
+  const long value = std::strtol(text->c_str(), &end, 10);
+  if (text->empty() || *end != '\0' || value < low || value > high) {
+    throw InputError("environment", name,
+                     fmt::format("an integer from {} to {}, got '{}'", low, high, *text));
+  }
+  return static_cast<int>(value);
+}
+
+struct Names {
+  const char* launcher;
+  const char* rank;
+  const char* world_size;
+  const char* local_rank;
+};
+
+constexpr Names kLaunchers[] = {
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
+    {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+    {"srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+};
+
+}  // namespace
+
+std::optional<std::string> process_environment(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  if (!value) return std::nullopt;
+  return std::string(value);
+}
+
+Rendezvous rendezvous_from(const Environment& environment) {
+  Rendezvous result;
+  result.launcher = "none";
+  constexpr long kMaxRanks = std::numeric_limits<int>::max();
+  for (const Names& names : kLaunchers) {
+    if (!environment(names.rank)) continue;
+    result.launcher = names.launcher;
+    result.world_size = read_int(environment, names.world_size, 1, kMaxRanks);
+    result.rank = read_int(environment, names.rank, 0, kMaxRanks);
+    if (result.rank >= result.world_size) {
+      throw InputError("environment", names.rank,
+                       fmt::format("a rank below {} = {}, got {}", names.world_size,
+                                   result.world_size, result.rank));
+    }
+    if (environment(names.local_rank)) {
+      result.local_rank = read_int(environment, names.local_rank, 0, kMaxRanks);
+    }
+    break;
+  }
+  if (const auto address = environment("MASTER_ADDR")) {
+    if (address->empty()) throw InputError("environment", "MASTER_ADDR", "a host name or address");
+    result.address = *address;
+  }
+  if (environment("MASTER_PORT")) result.port = read_int(environment, "MASTER_PORT", 1, kMaxPort);
+  return result;
+}
+
+}  // namespace hyperpipe::runtime

@@ -1,0 +1,35 @@
+// Who this process is in a run and where the others meet: rank, world size and the
+// rendezvous address from the environment of whichever launcher started it.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace hyperpipe::runtime {
+
+// The port torchrun uses when MASTER_PORT is not set.
+inline constexpr int kDefaultRendezvousPort = 29500;
+
+struct Rendezvous {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;  // among the processes of this machine (picks the CUDA device)
+  std::string address = "127.0.0.1";
+  int port = kDefaultRendezvousPort;
+  std::string launcher;  // "torchrun", "mpirun", "srun" or "none"
+};
+
+using Environment = std::function<std::optional<std::string>(const std::string& name)>;
+
+// The process environment.
+std::optional<std::string> process_environment(const std::string& name);
+
+// RANK / WORLD_SIZE / LOCAL_RANK (torchrun, `hyperpipe launch`), else
+// OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK (Open MPI's mpirun), else SLURM_PROCID /
+// SLURM_NTASKS / SLURM_LOCALID (srun); MASTER_ADDR and MASTER_PORT for the address in
+// every case. None of them: a single process, rank 0 of 1. Throws InputError naming the
+// variable when one is malformed or the rank is not below the world size.
+Rendezvous rendezvous_from(const Environment& environment = process_environment);
+
+}  // namespace hyperpipe::runtime

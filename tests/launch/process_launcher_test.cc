@@ -1,0 +1,79 @@
+#include "hyperpipe/launch/process_launcher.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <sstream>
+
+namespace hyperpipe::launch {
+namespace {
+
+LaunchSpec shell(const std::string& script, int processes) {
+  LaunchSpec spec;
+  spec.command = {"/bin/sh", "-c", script};
+  spec.processes = processes;
+  return spec;
+}
+
+TEST(ProcessLauncher, EachRankGetsItsRendezvousAndItsOutputIsPrefixed) {
+  std::ostringstream out;
+  std::ostringstream err;
+  auto spec = shell(
+      "echo rank $RANK of $WORLD_SIZE at $MASTER_ADDR:$MASTER_PORT $EXTRA; "
+      "echo oops >&2",
+      3);
+  spec.port = 31234;
+  spec.environment["EXTRA"] = "x";
+  const auto result = launch_processes(spec, out, err);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.failed_rank, -1);
+  EXPECT_EQ(result.codes, (std::vector<int>{0, 0, 0}));
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_NE(out.str().find("[rank " + std::to_string(rank) + "] rank " + std::to_string(rank) +
+                             " of 3 at 127.0.0.1:31234 x\n"),
+              std::string::npos)
+        << out.str();
+    EXPECT_NE(err.str().find("[rank " + std::to_string(rank) + "] oops\n"), std::string::npos);
+  }
+}
+
+TEST(ProcessLauncher, OneFailureStopsTheOthersQuickly) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const auto start = std::chrono::steady_clock::now();
+  const auto result =
+      launch_processes(shell("if [ $RANK = 1 ]; then exit 3; fi; sleep 60", 3), out, err);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_EQ(result.failed_rank, 1);
+  EXPECT_EQ(result.codes[0], 128 + 15);  // SIGTERM
+  EXPECT_LT(seconds, 10.0);
+  EXPECT_NE(err.str().find("[launch] rank 1 exited with code 3"), std::string::npos) << err.str();
+}
+
+TEST(ProcessLauncher, ThoseIgnoringTermAreKilledAfterTheGrace) {
+  std::ostringstream out;
+  std::ostringstream err;
+  auto spec = shell("trap '' TERM; if [ $RANK = 0 ]; then exit 5; fi; sleep 60", 2);
+  spec.grace = std::chrono::milliseconds(300);
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = launch_processes(spec, out, err);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(result.exit_code, 5);
+  EXPECT_EQ(result.codes[1], 128 + 9);  // SIGKILL
+  EXPECT_LT(seconds, 10.0);
+}
+
+TEST(ProcessLauncher, AMissingProgramIsAnError) {
+  std::ostringstream out;
+  std::ostringstream err;
+  LaunchSpec spec;
+  spec.command = {"/nonexistent/hyperpipe-worker"};
+  spec.processes = 2;
+  EXPECT_THROW(launch_processes(spec, out, err), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace hyperpipe::launch

@@ -1,0 +1,82 @@
+#include "hyperpipe/runtime/rank_layout.h"
+
+#include <gtest/gtest.h>
+
+#include "hyperpipe/common/error.h"
+
+namespace hyperpipe::runtime {
+namespace {
+
+const std::string kExamples = HYPERPIPE_EXAMPLES;
+
+TEST(Shard, EvenAsPossibleContiguousAndComplete) {
+  for (int64_t b = 1; b <= 13; ++b) {
+    for (int dp = 1; dp <= b; ++dp) {
+      int64_t next = 0;
+      for (int i = 0; i < dp; ++i) {
+        const auto range = shard(b, dp, i);
+        EXPECT_EQ(range.begin, next);
+        EXPECT_TRUE(range.size() == b / dp || range.size() == b / dp + 1);
+        if (i > 0) {
+          EXPECT_LE(range.size(), shard(b, dp, i - 1).size());
+        }
+        next = range.end;
+      }
+      EXPECT_EQ(next, b);
+    }
+  }
+}
+
+TEST(Reshard, EverySampleCrossesOnceBetweenTheRanksHoldingAndNeedingIt) {
+  for (int64_t b = 1; b <= 12; ++b) {
+    for (int from = 1; from <= b; ++from) {
+      for (int to = 1; to <= b; ++to) {
+        std::vector<int> crossings(b, 0);
+        for (const auto& slice : reshard(b, from, to)) {
+          const auto held = shard(b, from, slice.from_index);
+          const auto needed = shard(b, to, slice.to_index);
+          for (int64_t s = slice.samples.begin; s < slice.samples.end; ++s) {
+            ++crossings[s];
+            EXPECT_TRUE(held.begin <= s && s < held.end);
+            EXPECT_TRUE(needed.begin <= s && s < needed.end);
+          }
+        }
+        for (int64_t s = 0; s < b; ++s) EXPECT_EQ(crossings[s], 1) << b << from << to;
+      }
+    }
+  }
+  // Equal dp: rank i sends everything to rank i.
+  EXPECT_EQ(reshard(4, 2, 2), (std::vector<Slice>{{0, 0, {0, 2}}, {1, 1, {2, 4}}}));
+  // 2 → 3 over 6 samples: [0,3) [3,6) against [0,2) [2,4) [4,6).
+  EXPECT_EQ(reshard(6, 2, 3),
+            (std::vector<Slice>{{0, 0, {0, 2}}, {0, 1, {2, 3}}, {1, 1, {3, 4}}, {1, 2, {4, 6}}}));
+}
+
+TEST(RankLayout, OneProcessPerDeviceGroupByGroup) {
+  plan::Plan plan;
+  plan.micro_batch_size = 4;
+  plan.stages = {{0, 5, {8, 9}, 2, 1, model::Recompute::none},
+                 {5, 9, {3}, 1, 1, model::Recompute::none},
+                 {9, 14, {0, 1, 2}, 3, 1, model::Recompute::none}};
+  const RankLayout layout(plan, "p.json");
+  EXPECT_EQ(layout.world_size(), 6);
+  EXPECT_EQ(layout.groups(), 3);
+  EXPECT_EQ(layout.role(1).device, 9);
+  EXPECT_EQ(layout.role(1).dp_index, 1);
+  EXPECT_EQ(layout.role(2).group, 1);
+  EXPECT_EQ(layout.role(5).dp, 3);
+  EXPECT_EQ(layout.rank_of(2, 1), 4);
+  EXPECT_EQ(layout.group_ranks(2), (std::vector<int>{3, 4, 5}));
+}
+
+TEST(RankLayout, RefusesWhatTheRuntimeDoesNotRunYet) {
+  plan::Plan plan;
+  plan.stages = {{0, 14, {0, 1}, 1, 2, model::Recompute::none}};
+  EXPECT_THROW(RankLayout(plan, "tp.json"), InputError);
+  plan.stages = {{0, 14, {0}, 1, 1, model::Recompute::none}};
+  plan.replicas.push_back(plan);
+  EXPECT_THROW(RankLayout(plan, "replicas.json"), InputError);
+}
+
+}  // namespace
+}  // namespace hyperpipe::runtime
