@@ -10,7 +10,8 @@
 
 namespace hyperpipe::cli {
 
-int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
+        const std::vector<AddCommand>& extra) {
   CLI::App app{
       "HyperPipe: plan and run pipeline-parallel training of transformers on mixed GPU "
       "clusters."};
@@ -27,6 +28,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       "  hyperpipe plan --model gpt3-2.7b --cluster a100-v100-t4 --global-batch 64\n"
       "  hyperpipe schedule --kind 1f1b --stages 4 --microbatches 8\n"
       "  hyperpipe simulate --plan examples/plans/gpt3-2.7b-4stage.json --svg timeline.svg\n"
+      "  hyperpipe launch --plan examples/plans/tiny-gpt-3stage.json --data "
+      "examples/data/corpus.txt --steps 20\n"
       "Run `hyperpipe COMMAND --help` for a command's options.");
 
   add_models_command(app, out);
@@ -35,6 +38,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   add_schedule_command(app, out);
   add_plan_command(app, out);
   add_simulate_command(app, out);
+  for (const auto& add : extra) add(app, out, err);
 
   app.parse_complete_callback([&] {
     if (!set_log_level(log_level)) {
@@ -50,6 +54,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   } catch (const InputError& error) {
     err << "error: " << error.what() << '\n';
     return kExitBadInput;
+  } catch (const CommandFailed& error) {
+    err << "error: " << error.what() << '\n';
+    return error.code();
   } catch (const std::exception& error) {
     err << "internal error: " << error.what() << '\n';
     return kExitInternalError;

@@ -2,7 +2,12 @@
 // codes (0 success, 2 bad input or usage, 1 an internal failure).
 #pragma once
 
+#include <CLI/CLI.hpp>
+#include <functional>
 #include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace hyperpipe::cli {
 
@@ -10,6 +15,22 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternalError = 1;
 inline constexpr int kExitBadInput = 2;
 
-int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+// A command that ran and failed (a training process that lost a peer, a launched process
+// that exited non-zero): its message, and the exit code to end with.
+class CommandFailed : public std::runtime_error {
+ public:
+  CommandFailed(const std::string& message, int code) : std::runtime_error(message), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+// Registers a subcommand on the app; its output goes to the streams.
+using AddCommand = std::function<void(CLI::App&, std::ostream& out, std::ostream& err)>;
+
+// `extra`: commands of parts linked into this binary only (train, with libtorch).
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
+        const std::vector<AddCommand>& extra = {});
 
 }  // namespace hyperpipe::cli

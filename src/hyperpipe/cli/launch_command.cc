@@ -1,0 +1,75 @@
+// `hyperpipe launch`: the processes of a plan's run on this machine, like torchrun: one
+// `hyperpipe train` per device, output prefixed by rank, all stopped if one fails.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+
+#include "hyperpipe/cli/app.h"
+#include "hyperpipe/cli/commands.h"
+#include "hyperpipe/launch/process_launcher.h"
+#include "hyperpipe/plan/plan.h"
+
+namespace hyperpipe::cli {
+namespace {
+
+struct LaunchArgs {
+  std::string plan;
+  int port = 0;
+  double grace_seconds = 5;
+};
+
+// The processes a plan runs: one per device of each device group.
+int processes_of(const plan::Plan& plan) {
+  int count = 0;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    const auto& pipeline = plan.pipeline(p);
+    for (int r = 0; r < pipeline.ranks(); ++r) {
+      count += static_cast<int>(pipeline.stages[r].devices.size());
+    }
+  }
+  return count;
+}
+
+}  // namespace
+
+void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
+  auto args = std::make_shared<LaunchArgs>();
+  CLI::App* command = app.add_subcommand(
+      "launch", "Run a plan on this machine: one `hyperpipe train` process per device");
+  command->add_option("--plan", args->plan, "Plan file")->required();
+  command->add_option("--port", args->port, "Rendezvous port (default: a free one)")
+      ->check(CLI::Range(1, 65535));
+  command
+      ->add_option("--grace", args->grace_seconds,
+                   "Seconds the others get to stop after one fails, before they are killed")
+      ->default_val(5.0)
+      ->check(CLI::NonNegativeNumber);
+  command->allow_extras();
+  command->footer(
+      "Every other option goes to `hyperpipe train` (see `hyperpipe train --help`).\n"
+      "Across machines run `hyperpipe train` under torchrun --no-python, mpirun or srun.\n"
+      "Example:\n"
+      "  hyperpipe launch --plan examples/plans/tiny-gpt-3stage.json "
+      "--data examples/data/corpus.txt --steps 20");
+  command->callback([args, command, &out, &err] {
+    const plan::Plan plan = plan::load_plan(args->plan);
+    launch::LaunchSpec spec;
+    spec.command = {std::filesystem::read_symlink("/proc/self/exe").string(), "train", "--plan",
+                    args->plan};
+    for (const auto& extra : command->remaining()) spec.command.push_back(extra);
+    spec.processes = processes_of(plan);
+    spec.port = args->port;
+    spec.grace = std::chrono::milliseconds(static_cast<int64_t>(args->grace_seconds * 1000));
+    out << fmt::format("launching {} processes for {}\n", spec.processes, args->plan) << std::flush;
+    const auto result = launch::launch_processes(spec, out, err);
+    if (result.exit_code != 0) {
+      throw CommandFailed(fmt::format("rank {} of {} failed (exit code {}); the run stopped",
+                                      result.failed_rank, spec.processes, result.exit_code),
+                          result.exit_code);
+    }
+  });
+}
+
+}  // namespace hyperpipe::cli

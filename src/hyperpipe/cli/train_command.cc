@@ -1,0 +1,80 @@
+// `hyperpipe train`: one process of a run (started by `hyperpipe launch`, torchrun,
+// mpirun or srun; alone it is a one-process run of a one-device plan).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
+#include "hyperpipe/cli/app.h"
+#include "hyperpipe/cli/commands.h"
+#include "hyperpipe/runtime/trainer.h"
+
+namespace hyperpipe::cli {
+
+void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) {
+  auto options = std::make_shared<runtime::TrainOptions>();
+  auto timeout_seconds = std::make_shared<double>(60.0);
+  auto seed = std::make_shared<int64_t>(0);
+  CLI::App* command = app.add_subcommand(
+      "train", "Train with a plan: this process's device of it (see `hyperpipe launch`)");
+  command->add_option("--plan", options->plan_path, "Plan file")->required();
+  command->add_option("--data", options->data_path, "Text file to train on (bytes as tokens)")
+      ->required();
+  command->add_option("--cluster", options->cluster, "Cluster instead of the plan's");
+  command->add_option("--steps", options->steps, "Training steps")
+      ->default_val(10)
+      ->check(CLI::PositiveNumber);
+  auto& optimizer = options->executor.optimizer;
+  command->add_option("--lr", optimizer.learning_rate, "AdamW learning rate")
+      ->default_val(1e-3)
+      ->check(CLI::PositiveNumber);
+  command->add_option("--weight-decay", optimizer.weight_decay, "AdamW weight decay (matrices)")
+      ->default_val(0.1)
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--clip", optimizer.clip_norm, "Clip gradients at this global norm (0: off)")
+      ->default_val(1.0)
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--seed", *seed, "Seed of the initial weights and the data order")
+      ->default_val(0)
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--device", options->device, "cpu or cuda")
+      ->default_val("cpu")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  command->add_option("--threads", options->threads, "Intra-op threads per process")
+      ->default_val(1)
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--timeout", *timeout_seconds,
+                   "Seconds to wait for a peer before giving up on it")
+      ->default_val(60.0)
+      ->check(CLI::PositiveNumber);
+  command->add_option("--metrics", options->metrics_path, "Write per-step metrics (JSON lines)");
+  command->add_option("--trace", options->trace_path, "Write the measured timeline (Chrome trace)");
+  command->add_option("--svg", options->svg_path, "Write the measured timeline as an SVG chart");
+  command->add_option("--trace-step", options->trace_step,
+                      "The step drawn by --trace/--svg (default: the last)");
+  command->add_option("--checkpoint-dir", options->checkpoint_dir, "Save checkpoints here");
+  command
+      ->add_option("--checkpoint-every", options->checkpoint_every,
+                   "Save every this many steps (and at the end)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_flag("--resume", options->resume,
+                    "Continue from the last complete checkpoint in --checkpoint-dir");
+  command->footer(
+      "Examples:\n"
+      "  hyperpipe launch --plan examples/plans/tiny-gpt-3stage.json "
+      "--data examples/data/corpus.txt --steps 20\n"
+      "  torchrun --nproc-per-node 3 --no-python hyperpipe train --plan plan.json --data "
+      "corpus.txt");
+  command->callback([options, timeout_seconds, seed, &out] {
+    options->executor.seed = static_cast<uint64_t>(*seed);
+    options->data_seed = static_cast<uint64_t>(*seed);
+    options->timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout_seconds * 1000.0));
+    try {
+      runtime::train(*options, out);
+    } catch (const runtime::CommunicationError& error) {
+      throw CommandFailed(error.what(), kExitInternalError);
+    }
+  });
+}
+
+}  // namespace hyperpipe::cli

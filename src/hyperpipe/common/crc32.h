@@ -1,0 +1,15 @@
+// CRC-32 as zlib, gzip and PNG compute it (reflected polynomial 0xEDB88320, initial and
+// final XOR 0xFFFFFFFF): the checksum of checkpoint files.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace hyperpipe {
+
+uint32_t crc32(const void* data, size_t size, uint32_t crc = 0);
+// Of a whole file; throws InputError naming it when it cannot be read.
+uint32_t file_crc32(const std::string& path);
+
+}  // namespace hyperpipe

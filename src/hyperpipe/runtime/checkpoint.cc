@@ -1,0 +1,198 @@
+#include "hyperpipe/runtime/checkpoint.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "hyperpipe/common/crc32.h"
+#include "hyperpipe/common/error.h"
+#include "hyperpipe/common/output_file.h"
+
+namespace hyperpipe::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The directory of a checkpoint after `steps` steps; zero-padded so names sort by step.
+std::string step_directory(const std::string& dir, int64_t steps) {
+  return (fs::path(dir) / fmt::format("step-{:08d}", steps)).string();
+}
+
+// The optimizer's key for a parameter (libtorch keys AdamW state by the tensor's impl).
+std::string state_key(const torch::Tensor& parameter) {
+  return c10::guts::to_string(parameter.unsafeGetTensorImpl());
+}
+
+// Writes one chunk: parameters under their names, AdamW state under name/exp_avg,
+// name/exp_avg_sq and name/step.
+void write_chunk(const std::string& path, StageModule& module, const torch::optim::AdamW& adamw) {
+  torch::serialize::OutputArchive archive;
+  const auto& states = adamw.state();
+  for (const auto& item : module.named_parameters()) {
+    const auto& p = item.value();
+    archive.write(item.key(), p.detach().cpu());
+    const auto found = states.find(state_key(p));
+    if (found == states.end()) continue;  // no step taken yet
+    const auto& state = static_cast<const torch::optim::AdamWParamState&>(*found->second);
+    archive.write(item.key() + "/exp_avg", state.exp_avg().cpu());
+    archive.write(item.key() + "/exp_avg_sq", state.exp_avg_sq().cpu());
+    archive.write(item.key() + "/step", torch::tensor(state.step(), torch::kLong));
+  }
+  const std::string temporary = path + ".partial";
+  archive.save_to(temporary);
+  fs::rename(temporary, path);
+}
+
+// The layer index of "layer7.qkv".
+int layer_of(const std::string& key) {
+  const auto dot = key.find('.');
+  return std::stoi(key.substr(5, dot - 5));
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor& executor,
+                     Communicator& communicator, const RankLayout& layout,
+                     const nlohmann::json& plan, const std::string& model_name) {
+  const std::string where = step_directory(dir, steps_done);
+  const auto& role = executor.role();
+  nlohmann::json files = nlohmann::json::array();
+  if (role.dp_index == 0) {
+    fs::create_directories(where);
+    auto& adamw = const_cast<Executor&>(executor).optimizer();
+    for (const auto& chunk : executor.chunks()) {
+      const std::string name =
+          fmt::format("layers-{:05d}-{:05d}.pt", chunk->first_layer(), chunk->end_layer());
+      const std::string path = (fs::path(where) / name).string();
+      write_chunk(path, *chunk, adamw);
+      files.push_back({{"name", name},
+                       {"layers", {chunk->first_layer(), chunk->end_layer()}},
+                       {"bytes", fs::file_size(path)},
+                       {"crc32", file_crc32(path)}});
+    }
+  }
+  const std::string key = fmt::format("checkpoint/{}/{}", steps_done, communicator.rank());
+  communicator.store_set(key, files.dump());
+  if (communicator.rank() == 0) {
+    nlohmann::json all = nlohmann::json::array();
+    for (int group = 0; group < layout.groups(); ++group) {
+      const int writer = layout.rank_of(group, 0);
+      for (auto& file : nlohmann::json::parse(
+               communicator.store_get(fmt::format("checkpoint/{}/{}", steps_done, writer)))) {
+        all.push_back(file);
+      }
+    }
+    const nlohmann::json manifest{{"format", kCheckpointFormat},
+                                  {"model", model_name},
+                                  {"steps_done", steps_done},
+                                  {"plan", plan},
+                                  {"files", all}};
+    write_file_atomically((fs::path(where) / kCheckpointManifest).string(), manifest.dump(2));
+  }
+  communicator.barrier();
+}
+
+std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir) {
+  if (!fs::is_directory(dir)) return std::nullopt;
+  std::vector<std::string> complete;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("step-", 0) == 0 &&
+        fs::exists(entry.path() / kCheckpointManifest)) {
+      complete.push_back(entry.path().string());
+    }
+  }
+  if (complete.empty()) return std::nullopt;
+  std::sort(complete.begin(), complete.end());
+  CheckpointInfo info;
+  info.path = complete.back();
+  const std::string manifest_path = (fs::path(info.path) / kCheckpointManifest).string();
+  try {
+    std::ifstream in(manifest_path);
+    info.manifest = nlohmann::json::parse(in);
+    if (info.manifest.at("format") != kCheckpointFormat) {
+      throw InputError(manifest_path, "format", std::string("\"") + kCheckpointFormat + "\"");
+    }
+    info.steps_done = info.manifest.at("steps_done").get<int64_t>();
+    for (const auto& file : info.manifest.at("files")) {
+      const std::string path = (fs::path(info.path) / file.at("name").get<std::string>()).string();
+      if (!fs::exists(path)) throw InputError(path, "", "the checkpoint file its manifest lists");
+      if (fs::file_size(path) != file.at("bytes").get<uint64_t>() ||
+          file_crc32(path) != file.at("crc32").get<uint32_t>()) {
+        throw InputError(path, "",
+                         fmt::format("{} bytes with CRC-32 {:08x} as {} records: the file is "
+                                     "corrupt or truncated",
+                                     file.at("bytes").get<uint64_t>(),
+                                     file.at("crc32").get<uint32_t>(), manifest_path));
+      }
+    }
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(manifest_path, "", std::string("a checkpoint manifest: ") + error.what());
+  }
+  return info;
+}
+
+void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
+                     const std::string& model_name) {
+  const std::string manifest_path = (fs::path(checkpoint.path) / kCheckpointManifest).string();
+  if (checkpoint.manifest.at("model").get<std::string>() != model_name) {
+    throw InputError(manifest_path, "model",
+                     fmt::format("{} (the model being trained), got {}", model_name,
+                                 checkpoint.manifest.at("model").get<std::string>()));
+  }
+  auto& adamw = executor.optimizer();
+  for (const auto& chunk : executor.chunks()) {
+    auto wanted = chunk->named_parameters();
+    std::set<std::string> loaded;
+    for (const auto& file : checkpoint.manifest.at("files")) {
+      const int first = file.at("layers")[0].get<int>();
+      const int end = file.at("layers")[1].get<int>();
+      if (end <= chunk->first_layer() || first >= chunk->end_layer()) continue;
+      const std::string path =
+          (fs::path(checkpoint.path) / file.at("name").get<std::string>()).string();
+      torch::serialize::InputArchive archive;
+      archive.load_from(path);
+      for (const auto& key : archive.keys()) {
+        if (key.find('/') != std::string::npos) continue;  // optimizer state, read below
+        const int layer = layer_of(key);
+        if (layer < chunk->first_layer() || layer >= chunk->end_layer()) continue;
+        auto* parameter = wanted.find(key);
+        if (!parameter) {
+          throw InputError(path, key, "a parameter of the model being trained");
+        }
+        torch::Tensor value;
+        archive.read(key, value);
+        if (value.sizes() != parameter->sizes()) {
+          throw InputError(
+              path, key,
+              fmt::format("shape {} as the model has, got {}", fmt::join(parameter->sizes(), "×"),
+                          fmt::join(value.sizes(), "×")));
+        }
+        torch::NoGradGuard no_grad;
+        parameter->copy_(value);
+        torch::Tensor exp_avg, exp_avg_sq, step;
+        if (archive.try_read(key + "/exp_avg", exp_avg) &&
+            archive.try_read(key + "/exp_avg_sq", exp_avg_sq) &&
+            archive.try_read(key + "/step", step)) {
+          auto state = std::make_unique<torch::optim::AdamWParamState>();
+          state->step(step.item<int64_t>());
+          state->exp_avg(exp_avg.to(parameter->device()));
+          state->exp_avg_sq(exp_avg_sq.to(parameter->device()));
+          adamw.state()[state_key(*parameter)] = std::move(state);
+        }
+        loaded.insert(key);
+      }
+    }
+    for (const auto& item : wanted) {
+      if (!loaded.count(item.key())) {
+        throw InputError(manifest_path, "files",
+                         fmt::format("a file holding {} (layers {}-{} of this process)", item.key(),
+                                     chunk->first_layer(), chunk->end_layer() - 1));
+      }
+    }
+  }
+}
+
+}  // namespace hyperpipe::runtime

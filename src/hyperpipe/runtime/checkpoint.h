@@ -1,0 +1,43 @@
+// Checkpoints that outlive the split they were written with: every parameter and its
+// AdamW state is stored under its layer's name ("layer7.qkv"), one file per pipeline stage,
+// so a run with another plan of the same model can load them. A checkpoint is complete
+// once its manifest exists: files are written to temporary names and renamed, their
+// CRC-32s go into the manifest, and the manifest is renamed into place last.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "hyperpipe/runtime/communicator.h"
+#include "hyperpipe/runtime/executor.h"
+
+namespace hyperpipe::runtime {
+
+inline constexpr const char* kCheckpointFormat = "hyperpipe.checkpoint/1";
+inline constexpr const char* kCheckpointManifest = "checkpoint.json";
+
+struct CheckpointInfo {
+  std::string path;  // the step's directory
+  int64_t steps_done = 0;
+  nlohmann::json manifest;
+};
+
+// Collective: the first data-parallel rank of each device group writes its chunks, then
+// rank 0 the manifest (with the plan document), in `dir`/step-NNNNNNNN.
+void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor& executor,
+                     Communicator& communicator, const RankLayout& layout,
+                     const nlohmann::json& plan, const std::string& model_name);
+
+// The checkpoint with the most steps in `dir` whose manifest exists (incomplete ones,
+// without it, are passed over), its files checked against their CRC-32s; nullopt when
+// there is none. Throws InputError naming the file when it is corrupt or truncated.
+std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir);
+
+// Parameters and optimizer state for the executor's chunks, from a checkpoint of any
+// split of the same model. Throws InputError when the model differs or a layer is missing.
+void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
+                     const std::string& model_name);
+
+}  // namespace hyperpipe::runtime

@@ -1,0 +1,355 @@
+#include "hyperpipe/runtime/executor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <thread>
+
+#include "hyperpipe/common/log.h"
+#include "hyperpipe/schedule/generators.h"
+#include "hyperpipe/schedule/passes.h"
+
+namespace hyperpipe::runtime {
+
+using schedule::Op;
+using schedule::OpKind;
+
+// What one micro-batch of one chunk holds between its ops.
+struct Executor::Slot {
+  torch::Tensor input;       // received activation (requires grad) or token ids
+  torch::Tensor output;      // activation, or the loss on the last stage
+  torch::Tensor from_next;   // gradient of the output, received
+  torch::Tensor input_grad;  // gradient of the input, to send back
+  std::vector<std::unique_ptr<Pending>> forward_receives;
+  std::vector<std::unique_ptr<Pending>> backward_receives;
+  bool forward_posted = false;
+  bool backward_posted = false;
+};
+
+namespace {
+
+enum Direction { kForward = 0, kBackward = 1 };
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+Executor::Executor(const model::Model& model, const plan::Plan& plan, const RankLayout& layout,
+                   Communicator& communicator, const TextCorpus& data, ExecutorOptions options)
+    : model_(model),
+      plan_(plan),
+      layout_(layout),
+      communicator_(communicator),
+      data_(data),
+      options_(options),
+      role_(layout.role(communicator.rank())),
+      groups_(plan.ranks()),
+      stages_(static_cast<int>(plan.stages.size())),
+      tokens_per_step_(plan.global_batch() * data.seq_len()),
+      mine_(shard(plan.micro_batch_size, role_.dp, role_.dp_index)) {
+  schedule_ = schedule::insert_communication(schedule::make_schedule(
+      plan.schedule, groups_, plan.micro_batches, plan.chunks, plan.warmup));
+  std::vector<torch::Tensor> parameters;
+  for (int c = 0; c < plan.chunks; ++c) {
+    const auto& stage = plan.stages[stage_of(c)];
+    chunks_.push_back(
+        std::make_shared<StageModule>(model, stage.first_layer, stage.end_layer, options.seed));
+    chunks_.back()->to(options.device);
+    for (const auto& p : chunks_.back()->parameters()) parameters.push_back(p);
+  }
+  optimizer_ = make_optimizer(parameters, options.optimizer);
+  slots_.resize(static_cast<size_t>(plan.chunks) * plan.micro_batches);
+}
+
+Executor::~Executor() = default;
+
+Executor::Slot& Executor::slot(int chunk, int micro_batch) {
+  return slots_[static_cast<size_t>(chunk) * plan_.micro_batches + micro_batch];
+}
+
+int Executor::tag(int stage, int direction, int micro_batch) const {
+  return (stage * 2 + direction) * plan_.micro_batches + micro_batch;
+}
+
+torch::Tensor Executor::batch_tokens(int64_t step, int micro_batch, bool targets) const {
+  const int64_t seq = data_.seq_len();
+  std::vector<int64_t> tokens;
+  tokens.reserve(static_cast<size_t>(mine_.size() * seq));
+  for (int64_t s = mine_.begin; s < mine_.end; ++s) {
+    const auto sample = data_.sample(
+        sample_index(step, plan_.global_batch(), micro_batch * plan_.micro_batch_size + s));
+    tokens.insert(tokens.end(), sample.begin() + (targets ? 1 : 0),
+                  sample.begin() + (targets ? 1 : 0) + seq);
+  }
+  return torch::tensor(tokens, torch::kLong).view({mine_.size(), seq}).to(options_.device);
+}
+
+void Executor::post_receive(const Op& op) {
+  Slot& s = slot(op.chunk, op.micro_batch);
+  const int stage = stage_of(op.chunk);
+  const auto shape = std::vector<int64_t>{mine_.size(), data_.seq_len(), model_.config().hidden};
+  const auto options = torch::TensorOptions().device(options_.device);
+  if (op.kind == OpKind::recv_forward) {
+    if (s.forward_posted) return;
+    s.forward_posted = true;
+    const int previous = stage - 1;
+    s.input = torch::empty(shape, options);
+    for (const auto& slice : reshard(plan_.micro_batch_size, dp_of(previous), role_.dp)) {
+      if (slice.to_index != role_.dp_index) continue;
+      s.forward_receives.push_back(communicator_.recv(
+          s.input.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()),
+          layout_.rank_of(group_of(previous), slice.from_index),
+          tag(stage, kForward, op.micro_batch),
+          fmt::format("the activation of micro-batch {} for stage {}", op.micro_batch, stage)));
+    }
+  } else {
+    if (s.backward_posted) return;
+    s.backward_posted = true;
+    const int next = stage + 1;
+    s.from_next = torch::empty(shape, options);
+    for (const auto& slice : reshard(plan_.micro_batch_size, role_.dp, dp_of(next))) {
+      if (slice.from_index != role_.dp_index) continue;
+      s.backward_receives.push_back(communicator_.recv(
+          s.from_next.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()),
+          layout_.rank_of(group_of(next), slice.to_index), tag(stage, kBackward, op.micro_batch),
+          fmt::format("the gradient of micro-batch {} for stage {}", op.micro_batch, stage)));
+    }
+  }
+}
+
+void Executor::send(const Op& op, std::vector<std::unique_ptr<Pending>>& sends) {
+  Slot& s = slot(op.chunk, op.micro_batch);
+  const int stage = stage_of(op.chunk);
+  if (op.kind == OpKind::send_forward) {
+    const int next = stage + 1;
+    const auto output = s.output.detach();
+    for (const auto& slice : reshard(plan_.micro_batch_size, role_.dp, dp_of(next))) {
+      if (slice.from_index != role_.dp_index) continue;
+      sends.push_back(communicator_.send(
+          output.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()).contiguous(),
+          layout_.rank_of(group_of(next), slice.to_index), tag(next, kForward, op.micro_batch),
+          fmt::format("the activation of micro-batch {} for stage {}", op.micro_batch, next)));
+    }
+  } else {
+    const int previous = stage - 1;
+    for (const auto& slice : reshard(plan_.micro_batch_size, dp_of(previous), role_.dp)) {
+      if (slice.to_index != role_.dp_index) continue;
+      sends.push_back(communicator_.send(
+          s.input_grad.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size())
+              .contiguous(),
+          layout_.rank_of(group_of(previous), slice.from_index),
+          tag(previous, kBackward, op.micro_batch),
+          fmt::format("the gradient of micro-batch {} for stage {}", op.micro_batch, previous)));
+    }
+    s.input_grad = torch::Tensor();
+  }
+}
+
+void Executor::wait_all(std::vector<std::unique_ptr<Pending>>& pending, const char* what,
+                        int micro_batch) {
+  if (pending.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto& p : pending) p->wait();
+  pending.clear();
+  const double begin = std::chrono::duration<double>(start - start_).count();
+  track_.communication.push_back({what, -1, micro_batch, 0, begin, seconds_since(start_)});
+}
+
+template <typename Work>
+void Executor::timed(trace::Interval interval, const Work& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  const double host = seconds_since(start);
+  if (options_.speed < 1.0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(host / options_.speed - host));
+  }
+  interval.start = std::chrono::duration<double>(start - start_).count();
+  interval.end = seconds_since(start_);
+  track_.compute.push_back(std::move(interval));
+}
+
+void Executor::compute(const Op& op, int64_t step) {
+  Slot& s = slot(op.chunk, op.micro_batch);
+  const int stage = stage_of(op.chunk);
+  StageModule& module = *chunks_[op.chunk];
+  const bool last = stage == stages_ - 1;
+  const trace::Interval interval{
+      std::string(schedule::letter(op.kind)), stage, op.micro_batch, op.chunk, 0, 0};
+  switch (op.kind) {
+    case OpKind::forward: {
+      wait_all(s.forward_receives, "wait RF", op.micro_batch);
+      if (stage == 0) {
+        s.input = batch_tokens(step, op.micro_batch, false);
+      } else {
+        s.input.requires_grad_(true);
+      }
+      const auto targets = last ? batch_tokens(step, op.micro_batch, true) : torch::Tensor();
+      timed(interval, [&] {
+        s.output = module.forward(s.input);
+        if (last) {
+          s.output = cross_entropy_sum(s.output, targets) / static_cast<double>(tokens_per_step_);
+        }
+      });
+      if (last) loss_sum_ += s.output.item<double>();
+      break;
+    }
+    case OpKind::backward:
+    case OpKind::backward_input: {
+      if (!last) wait_all(s.backward_receives, "wait RB", op.micro_batch);
+      const std::vector<torch::Tensor> grad =
+          last ? std::vector<torch::Tensor>{} : std::vector<torch::Tensor>{s.from_next};
+      timed(interval, [&] {
+        if (op.kind == OpKind::backward) {
+          torch::autograd::backward({s.output}, grad);
+          if (stage > 0) s.input_grad = s.input.grad();
+          s.output = s.input = s.from_next = torch::Tensor();
+        } else if (stage > 0) {
+          // B alone: the input's gradient now, the weights' later (W), so the graph stays.
+          s.input_grad =
+              torch::autograd::grad({s.output}, {s.input}, grad, /*retain_graph=*/true)[0];
+        }
+      });
+      break;
+    }
+    case OpKind::backward_weight: {
+      const std::vector<torch::Tensor> grad =
+          last ? std::vector<torch::Tensor>{} : std::vector<torch::Tensor>{s.from_next};
+      timed(interval, [&] {
+        torch::autograd::backward({s.output}, grad, /*retain_graph=*/false,
+                                  /*create_graph=*/false, module.parameters());
+        s.output = s.input = s.from_next = torch::Tensor();
+      });
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+std::vector<torch::Tensor> Executor::parameters() const {
+  std::vector<torch::Tensor> all;
+  for (const auto& chunk : chunks_) {
+    for (const auto& p : chunk->parameters()) all.push_back(p);
+  }
+  return all;
+}
+
+void Executor::reduce_gradients() {
+  auto params = parameters();
+  for (auto& p : params) {
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+  }
+  if (role_.dp == 1) return;
+  // One flat buffer: one all-reduce instead of one per tensor.
+  std::vector<torch::Tensor> flat;
+  for (const auto& p : params) flat.push_back(p.grad().reshape({-1}));
+  std::vector<torch::Tensor> buffer{torch::cat(flat)};
+  communicator_.all_reduce_sum(buffer, layout_.group_ranks(role_.group));
+  int64_t offset = 0;
+  for (auto& p : params) {
+    const int64_t n = p.numel();
+    p.mutable_grad().copy_(buffer[0].narrow(0, offset, n).view_as(p));
+    offset += n;
+  }
+}
+
+void Executor::sum_tied_embedding() {
+  if (!model_.config().tied_embeddings) return;
+  const int head_stage = stages_ - 1;
+  const int embedding_group = group_of(0);
+  const int head_group = group_of(head_stage);
+  torch::Tensor embedding;
+  torch::Tensor head;
+  for (const auto& chunk : chunks_) {
+    if (chunk->holds_embedding()) embedding = chunk->embedding_tokens();
+    if (chunk->holds_head()) head = chunk->tied_head_tokens();
+  }
+  if (embedding_group == head_group) {
+    // Both copies here: each takes the sum.
+    const auto sum = embedding.grad() + head.grad();
+    embedding.mutable_grad().copy_(sum);
+    head.mutable_grad().copy_(sum);
+    return;
+  }
+  if (!embedding.defined() && !head.defined()) return;
+  // Every rank of both groups holds the sum of its group already: each adds its copy's
+  // gradient ÷ its group's dp, so the total is embedding + head once.
+  auto ranks = layout_.group_ranks(embedding_group);
+  for (int r : layout_.group_ranks(head_group)) ranks.push_back(r);
+  std::sort(ranks.begin(), ranks.end());
+  auto& mine = embedding.defined() ? embedding : head;
+  std::vector<torch::Tensor> buffer{mine.grad() / static_cast<double>(role_.dp)};
+  communicator_.all_reduce_sum(buffer, ranks);
+  mine.mutable_grad().copy_(buffer[0]);
+}
+
+StepResult Executor::step(int64_t step) {
+  start_ = std::chrono::steady_clock::now();
+  track_ = trace::Track();
+  loss_sum_ = 0;
+  for (auto& s : slots_) s = Slot();
+  for (auto& p : parameters()) p.mutable_grad() = torch::Tensor();
+
+  const auto& ops = schedule_.ops[role_.group];
+  std::vector<std::unique_ptr<Pending>> sends;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.kind == OpKind::recv_forward || op.kind == OpKind::recv_backward) {
+      post_receive(op);
+    } else if (op.kind == OpKind::send_forward || op.kind == OpKind::send_backward) {
+      send(op, sends);
+    } else {
+      // Receives up to the next compute op go out first, so they arrive while this runs.
+      for (size_t j = i + 1; j < ops.size(); ++j) {
+        if (ops[j].kind == OpKind::recv_forward || ops[j].kind == OpKind::recv_backward) {
+          post_receive(ops[j]);
+        }
+        if (schedule::is_compute(ops[j].kind)) break;
+      }
+      compute(op, step);
+    }
+  }
+  wait_all(sends, "wait sends", -1);
+
+  timed({"allreduce", -1, -1, 0, 0, 0}, [&] {
+    reduce_gradients();
+    sum_tied_embedding();
+  });
+  // Global norm: each rank adds its share (÷ its dp, as every dp rank holds the same
+  // sum) with the head's tied copy left out, and the loss of its samples.
+  double squares = 0;
+  for (const auto& chunk : chunks_) {
+    const auto tied = chunk->tied_head_tokens();
+    for (const auto& p : chunk->parameters()) {
+      if (tied.defined() && p.is_same(tied)) continue;
+      squares += p.grad().pow(2).sum().item<double>();
+    }
+  }
+  std::vector<torch::Tensor> totals{
+      torch::tensor({squares / role_.dp, loss_sum_}, torch::kDouble).to(options_.device)};
+  communicator_.all_reduce_sum(totals, [&] {
+    std::vector<int> all(communicator_.world_size());
+    std::iota(all.begin(), all.end(), 0);
+    return all;
+  }());
+  const auto sums = totals[0].cpu();
+  StepResult result;
+  result.grad_norm = std::sqrt(sums[0].item<double>());
+  result.loss = sums[1].item<double>();
+  const double factor = clip_factor(result.grad_norm, options_.optimizer.clip_norm);
+  timed({"optimizer", -1, -1, 0, 0, 0}, [&] {
+    if (factor < 1.0) {
+      for (auto& p : parameters()) p.mutable_grad().mul_(factor);
+    }
+    optimizer_->step();
+  });
+  result.seconds = seconds_since(start_);
+  result.track = std::move(track_);
+  return result;
+}
+
+}  // namespace hyperpipe::runtime

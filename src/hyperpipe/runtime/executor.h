@@ -1,0 +1,96 @@
+// One process's part of a training iteration: it walks its device group's op list from
+// the schedule part (the same lists the simulator runs) with real tensors: forward,
+// backward (input and weight apart, or together), and the sends and receives between
+// stages, re-sharding micro-batches where neighbouring groups have different dp. Then the
+// gradient sum inside the group, the tied embedding's sum, clipping by the global norm
+// and AdamW.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "hyperpipe/model/model.h"
+#include "hyperpipe/plan/plan.h"
+#include "hyperpipe/runtime/communicator.h"
+#include "hyperpipe/runtime/optimizer.h"
+#include "hyperpipe/runtime/rank_layout.h"
+#include "hyperpipe/runtime/stage_module.h"
+#include "hyperpipe/runtime/text_corpus.h"
+#include "hyperpipe/schedule/schedule.h"
+#include "hyperpipe/trace/timeline.h"
+
+namespace hyperpipe::runtime {
+
+struct ExecutorOptions {
+  OptimizerOptions optimizer;
+  uint64_t seed = 0;  // weights
+  torch::Device device = torch::kCPU;
+  // Speed of the device type this process stands in for, relative to the host: each
+  // compute op is stretched to its host time ÷ speed (no stretch at 1 or above).
+  double speed = 1.0;
+};
+
+struct StepResult {
+  double loss = 0;       // mean cross-entropy over the global batch (every rank)
+  double grad_norm = 0;  // before clipping (every rank)
+  double seconds = 0;    // this process's iteration
+  trace::Track track;    // what this process did, times from the iteration's start
+};
+
+class Executor {
+ public:
+  Executor(const model::Model& model, const plan::Plan& plan, const RankLayout& layout,
+           Communicator& communicator, const TextCorpus& data, ExecutorOptions options);
+  ~Executor();
+
+  StepResult step(int64_t step);
+
+  // The model chunks this process holds (one per chunk of its device group).
+  const std::vector<std::shared_ptr<StageModule>>& chunks() const { return chunks_; }
+  torch::optim::AdamW& optimizer() { return *optimizer_; }
+  const ProcessRole& role() const { return role_; }
+
+ private:
+  struct Slot;
+  Slot& slot(int chunk, int micro_batch);
+  int stage_of(int chunk) const { return chunk * groups_ + role_.group; }
+  int dp_of(int stage) const { return plan_.stages[stage].dp; }
+  int group_of(int stage) const { return stage % groups_; }
+  int tag(int stage, int direction, int micro_batch) const;
+
+  void post_receive(const schedule::Op& op);
+  void send(const schedule::Op& op, std::vector<std::unique_ptr<Pending>>& sends);
+  void compute(const schedule::Op& op, int64_t step);
+  torch::Tensor batch_tokens(int64_t step, int micro_batch, bool targets) const;
+  void wait_all(std::vector<std::unique_ptr<Pending>>& pending, const char* what, int micro_batch);
+  std::vector<torch::Tensor> parameters() const;
+  void reduce_gradients();
+  void sum_tied_embedding();
+  // Runs `work` and stretches it to host time ÷ speed; records it on the track.
+  template <typename Work>
+  void timed(trace::Interval interval, const Work& work);
+
+  const model::Model& model_;
+  const plan::Plan& plan_;
+  const RankLayout& layout_;
+  Communicator& communicator_;
+  const TextCorpus& data_;
+  ExecutorOptions options_;
+  ProcessRole role_;
+  int groups_ = 1;
+  int stages_ = 1;
+  int64_t tokens_per_step_ = 1;
+  SampleRange mine_;  // this process's samples of every micro-batch
+  schedule::Schedule schedule_;
+  std::vector<std::shared_ptr<StageModule>> chunks_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::vector<Slot> slots_;
+  double loss_sum_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  trace::Track track_;
+};
+
+}  // namespace hyperpipe::runtime

@@ -1,0 +1,30 @@
+#include "hyperpipe/runtime/optimizer.h"
+
+namespace hyperpipe::runtime {
+
+std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Tensor>& parameters,
+                                                    const OptimizerOptions& options) {
+  std::vector<torch::Tensor> decayed;
+  std::vector<torch::Tensor> kept;
+  for (const auto& p : parameters) (p.dim() >= 2 ? decayed : kept).push_back(p);
+  const auto adamw = [&](double decay) {
+    return std::make_unique<torch::optim::AdamWOptions>(
+        torch::optim::AdamWOptions(options.learning_rate)
+            .betas({options.beta1, options.beta2})
+            .eps(options.epsilon)
+            .weight_decay(decay));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decayed, adamw(options.weight_decay));
+  groups.emplace_back(kept, adamw(0.0));
+  return std::make_unique<torch::optim::AdamW>(groups,
+                                               torch::optim::AdamWOptions(options.learning_rate));
+}
+
+double clip_factor(double global_norm, double clip_norm) {
+  if (clip_norm <= 0) return 1.0;
+  const double factor = clip_norm / (global_norm + kClipEpsilon);
+  return factor < 1.0 ? factor : 1.0;
+}
+
+}  // namespace hyperpipe::runtime

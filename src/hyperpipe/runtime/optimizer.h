@@ -1,0 +1,32 @@
+// AdamW as HyperPipe trains with it: decoupled weight decay on matrices only (not on
+// biases, norms or positions' vectors), gradients clipped by their global norm first.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+namespace hyperpipe::runtime {
+
+// GPT-3's settings (Brown et al., 2020, appendix B): β = (0.9, 0.95), ε = 1e-8, weight
+// decay 0.1, gradients clipped at global norm 1.0.
+struct OptimizerOptions {
+  double learning_rate = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double epsilon = 1e-8;
+  double weight_decay = 0.1;
+  double clip_norm = 1.0;  // 0: no clipping
+};
+
+// PyTorch's clip_grad_norm_ adds this to the norm before dividing.
+inline constexpr double kClipEpsilon = 1e-6;
+
+std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Tensor>& parameters,
+                                                    const OptimizerOptions& options);
+
+// The factor clip_grad_norm_ scales gradients by for this global norm (1 when within).
+double clip_factor(double global_norm, double clip_norm);
+
+}  // namespace hyperpipe::runtime

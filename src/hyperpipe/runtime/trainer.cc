@@ -1,0 +1,177 @@
+#include "hyperpipe/runtime/trainer.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/common/error.h"
+#include "hyperpipe/common/log.h"
+#include "hyperpipe/common/output_file.h"
+#include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/plan/plan_checks.h"
+#include "hyperpipe/plan/plan_json.h"
+#include "hyperpipe/runtime/checkpoint.h"
+#include "hyperpipe/runtime/rendezvous.h"
+#include "hyperpipe/trace/chrome_trace.h"
+#include "hyperpipe/trace/svg_gantt.h"
+#include "hyperpipe/trace/timeline_json.h"
+
+namespace hyperpipe::runtime {
+namespace {
+
+torch::Device device_for(const std::string& name, const Rendezvous& rendezvous) {
+  if (name == "cpu") return torch::kCPU;
+  if (name == "cuda") {
+    if (!torch::cuda::is_available()) {
+      throw InputError("--device", name, "cpu: this libtorch or machine has no CUDA");
+    }
+    return {torch::kCUDA, static_cast<c10::DeviceIndex>(rendezvous.local_rank)};
+  }
+  throw InputError("--device", name, "cpu or cuda");
+}
+
+std::string format_eta(double seconds) {
+  if (seconds < 60) return fmt::format("{:.0f} s", seconds);
+  return fmt::format("{:.0f} min {:02.0f} s", std::floor(seconds / 60), std::fmod(seconds, 60));
+}
+
+}  // namespace
+
+TrainSummary train(const TrainOptions& options, std::ostream& out) {
+  // Everything that can be wrong with the input is found before joining the others.
+  const plan::Plan plan = plan::load_plan(options.plan_path);
+  const model::Model model =
+      model::load_model(plan::resolve_reference(options.plan_path, plan.model));
+  const cluster::Cluster cluster = cluster::load_cluster(
+      options.cluster ? *options.cluster
+                      : plan::resolve_reference(options.plan_path, plan.cluster));
+  plan::check_plan(plan, model, cluster, options.plan_path);
+  const RankLayout layout(plan, options.plan_path);
+  if (model.config().vocab < kByteVocabulary) {
+    throw InputError(options.plan_path, "model",
+                     fmt::format("a model with a vocabulary of at least {} (the byte tokens of "
+                                 "the text data); {} has {}",
+                                 kByteVocabulary, model.config().name, model.config().vocab));
+  }
+  if (options.steps <= 0) throw InputError("--steps", "", "a positive number of steps");
+  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : model.config().seq_len;
+  const TextCorpus data = TextCorpus::load(options.data_path, seq, options.data_seed);
+  const Rendezvous rendezvous = rendezvous_from();
+  if (rendezvous.world_size != layout.world_size()) {
+    throw InputError(options.plan_path, "stages",
+                     fmt::format("{} processes, one per device of the plan; the launcher ({}) "
+                                 "started {}",
+                                 layout.world_size(), rendezvous.launcher, rendezvous.world_size));
+  }
+  std::optional<CheckpointInfo> checkpoint;
+  if (options.resume) {
+    if (!options.checkpoint_dir)
+      throw InputError("--resume", "", "a --checkpoint-dir to resume from");
+    checkpoint = latest_checkpoint(*options.checkpoint_dir);
+  }
+  const ProcessRole& role = layout.role(rendezvous.rank);
+  ExecutorOptions executor_options = options.executor;
+  executor_options.device = device_for(options.device, rendezvous);
+  executor_options.speed = cluster.device_type(role.device).speed.value_or(1.0);
+  torch::set_num_threads(options.threads);
+
+  const auto communicator = connect(rendezvous, executor_options.device, options.timeout);
+  Executor executor(model, plan, layout, *communicator, data, executor_options);
+  const bool reporter = rendezvous.rank == 0;
+  TrainSummary summary;
+  if (checkpoint) {
+    load_checkpoint(*checkpoint, executor, model.config().name);
+    summary.first_step = checkpoint->steps_done;
+    if (reporter) {
+      out << fmt::format("resuming from {} ({} steps done)\n", checkpoint->path,
+                         checkpoint->steps_done);
+    }
+  } else if (options.resume && reporter) {
+    out << fmt::format("no complete checkpoint in {}: starting from step 1\n",
+                       *options.checkpoint_dir);
+  }
+  const auto save = [&](int64_t steps_done) {
+    save_checkpoint(*options.checkpoint_dir, steps_done, executor, *communicator, layout,
+                    plan::to_json(plan), model.config().name);
+  };
+  log().info("rank {}: device group {}, dp {}/{}, device {} ({}), speed {}", rendezvous.rank,
+             role.group, role.dp_index, role.dp, role.device, cluster.device_type(role.device).name,
+             executor_options.speed);
+
+  std::vector<nlohmann::json> metrics;
+  if (reporter && options.metrics_path && summary.first_step > 0) {
+    // A resumed run keeps the metrics of the steps before it.
+    std::ifstream previous(*options.metrics_path);
+    std::string line;
+    while (std::getline(previous, line)) {
+      const auto entry = nlohmann::json::parse(line, nullptr, false);
+      if (!entry.is_discarded() && entry.value("step", int64_t{-1}) >= 0 &&
+          entry["step"].get<int64_t>() < summary.first_step) {
+        metrics.push_back(entry);
+      }
+    }
+  }
+  const int64_t trace_step = options.trace_step.value_or(options.steps - 1);
+  const double tokens = static_cast<double>(plan.global_batch() * seq);
+  double total_seconds = 0;
+  for (int64_t step = summary.first_step; step < options.steps; ++step) {
+    const StepResult result = executor.step(step);
+    summary.losses.push_back(result.loss);
+    total_seconds += result.seconds;
+    if (options.checkpoint_dir &&
+        ((options.checkpoint_every > 0 && (step + 1) % options.checkpoint_every == 0) ||
+         step + 1 == options.steps)) {
+      save(step + 1);
+    }
+    if (step == trace_step && (options.trace_path || options.svg_path)) {
+      communicator->store_set(fmt::format("track/{}", rendezvous.rank),
+                              trace::track_to_json(result.track).dump());
+    }
+    if (!reporter) continue;
+    const int64_t done = step + 1 - summary.first_step;
+    const double mean = total_seconds / static_cast<double>(done);
+    out << fmt::format("step {:>{}}/{}  loss {:.4f}  {:.0f} tokens/s  {:.3f} s/step  ETA {}\n",
+                       step + 1, std::to_string(options.steps).size(), options.steps, result.loss,
+                       tokens / result.seconds, result.seconds,
+                       format_eta(mean * static_cast<double>(options.steps - step - 1)))
+        << std::flush;
+    metrics.push_back({{"step", step},
+                       {"loss", result.loss},
+                       {"grad_norm", result.grad_norm},
+                       {"seconds", result.seconds},
+                       {"tokens_per_s", tokens / result.seconds}});
+  }
+  summary.mean_step_seconds =
+      total_seconds / static_cast<double>(std::max<int64_t>(1, options.steps - summary.first_step));
+
+  const bool traced = trace_step >= summary.first_step && trace_step < options.steps;
+  if (reporter && traced && (options.trace_path || options.svg_path)) {
+    trace::Timeline timeline;
+    timeline.title = fmt::format("{} on {}: step {} (measured)", model.config().name,
+                                 cluster.name(), trace_step + 1);
+    for (int r = 0; r < layout.world_size(); ++r) {
+      auto track = trace::track_from_json(
+          nlohmann::json::parse(communicator->store_get(fmt::format("track/{}", r))));
+      const auto& other = layout.role(r);
+      track.name = fmt::format("rank {}: group {} dp {} ({})", r, other.group, other.dp_index,
+                               cluster.device_type(other.device).name);
+      track.devices = {other.device};
+      timeline.tracks.push_back(std::move(track));
+    }
+    if (options.trace_path) {
+      write_file_atomically(*options.trace_path, trace::chrome_trace(timeline).dump());
+    }
+    if (options.svg_path) write_file_atomically(*options.svg_path, trace::svg_gantt(timeline));
+  }
+  if (reporter && options.metrics_path) {
+    std::string lines;
+    for (const auto& m : metrics) lines += m.dump() + "\n";
+    write_file_atomically(*options.metrics_path, lines);
+  }
+  communicator->barrier();
+  return summary;
+}
+
+}  // namespace hyperpipe::runtime

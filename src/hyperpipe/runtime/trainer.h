@@ -1,0 +1,47 @@
+// `hyperpipe train`: one process of a run. Every process reads the plan, model, cluster
+// and data, checks them before anything starts, joins the others, and runs the steps;
+// rank 0 reports progress, writes the metrics and the measured timeline.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "hyperpipe/runtime/executor.h"
+
+namespace hyperpipe::runtime {
+
+struct TrainOptions {
+  std::string plan_path;
+  std::string data_path;
+  std::optional<std::string> cluster;  // instead of the plan's
+  int64_t steps = 10;
+  ExecutorOptions executor;
+  uint64_t data_seed = 0;      // the order of the corpus's windows
+  std::string device = "cpu";  // "cpu" or "cuda" (one GPU per process, by local rank)
+  int threads = 1;             // intra-op threads per process
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  std::optional<std::string> metrics_path;  // JSON lines, one per step
+  // The measured timeline of step `trace_step` (default: the last) as a Chrome trace
+  // and an SVG, with the simulator's prediction for the same plan beside them.
+  std::optional<std::string> trace_path;
+  std::optional<std::string> svg_path;
+  std::optional<int64_t> trace_step;
+  std::optional<std::string> checkpoint_dir;
+  int64_t checkpoint_every = 0;  // steps; 0: only at the end (when a directory is given)
+  bool resume = false;
+};
+
+struct TrainSummary {
+  int64_t first_step = 0;      // 0, or the step after a resumed checkpoint
+  std::vector<double> losses;  // per step run
+  double mean_step_seconds = 0;
+};
+
+// Throws InputError for bad input (before joining the others), CommunicationError when a
+// peer fails or times out.
+TrainSummary train(const TrainOptions& options, std::ostream& out);
+
+}  // namespace hyperpipe::runtime

@@ -1,0 +1,47 @@
+#include "hyperpipe/trace/timeline_json.h"
+
+namespace hyperpipe::trace {
+namespace {
+
+nlohmann::json intervals_to_json(const std::vector<Interval>& intervals) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& i : intervals) {
+    list.push_back({i.op, i.stage, i.micro_batch, i.chunk, i.start, i.end});
+  }
+  return list;
+}
+
+std::vector<Interval> intervals_from_json(const nlohmann::json& list) {
+  std::vector<Interval> intervals;
+  for (const auto& i : list) {
+    intervals.push_back({i.at(0).get<std::string>(), i.at(1).get<int>(), i.at(2).get<int>(),
+                         i.at(3).get<int>(), i.at(4).get<double>(), i.at(5).get<double>()});
+  }
+  return intervals;
+}
+
+}  // namespace
+
+nlohmann::json track_to_json(const Track& track) {
+  nlohmann::json memory = nlohmann::json::array();
+  for (const auto& sample : track.memory) memory.push_back({sample.time, sample.bytes});
+  return {{"name", track.name},
+          {"devices", track.devices},
+          {"compute", intervals_to_json(track.compute)},
+          {"communication", intervals_to_json(track.communication)},
+          {"memory", memory}};
+}
+
+Track track_from_json(const nlohmann::json& json) {
+  Track track;
+  track.name = json.at("name").get<std::string>();
+  track.devices = json.at("devices").get<std::vector<int>>();
+  track.compute = intervals_from_json(json.at("compute"));
+  track.communication = intervals_from_json(json.at("communication"));
+  for (const auto& sample : json.at("memory")) {
+    track.memory.push_back({sample.at(0).get<double>(), sample.at(1).get<double>()});
+  }
+  return track;
+}
+
+}  // namespace hyperpipe::trace
