@@ -55,7 +55,8 @@ TEST(ProcessLauncher, OneFailureStopsTheOthersQuickly) {
 TEST(ProcessLauncher, ThoseIgnoringTermAreKilledAfterTheGrace) {
   std::ostringstream out;
   std::ostringstream err;
-  auto spec = shell("trap '' TERM; if [ $RANK = 0 ]; then exit 5; fi; sleep 60", 2);
+  // Rank 0 fails once rank 1 has had time to set its trap.
+  auto spec = shell("trap '' TERM; if [ $RANK = 0 ]; then sleep 0.5; exit 5; fi; sleep 60", 2);
   spec.grace = std::chrono::milliseconds(300);
   const auto start = std::chrono::steady_clock::now();
   const auto result = launch_processes(spec, out, err);
