@@ -39,6 +39,9 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
   command->add_option("--device", options->device, "cpu or cuda")
       ->default_val("cpu")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  command->add_option("--dtype", options->dtype, "fp32, or fp64 to compare runs exactly")
+      ->default_val("fp32")
+      ->check(CLI::IsMember({"fp32", "fp64"}));
   command->add_option("--threads", options->threads, "Intra-op threads per process")
       ->default_val(1)
       ->check(CLI::PositiveNumber);

@@ -76,6 +76,11 @@ TrainSummary train(const TrainOptions& options, std::ostream& out) {
   executor_options.device = device_for(options.device, rendezvous);
   executor_options.speed = cluster.device_type(role.device).speed.value_or(1.0);
   torch::set_num_threads(options.threads);
+  if (options.dtype == "fp64") {
+    torch::set_default_dtype(caffe2::TypeMeta::Make<double>());
+  } else if (options.dtype != "fp32") {
+    throw InputError("--dtype", options.dtype, "fp32 or fp64");
+  }
 
   const auto communicator = connect(rendezvous, executor_options.device, options.timeout);
   Executor executor(model, plan, layout, *communicator, data, executor_options);

@@ -22,6 +22,10 @@ struct TrainOptions {
   uint64_t data_seed = 0;      // the order of the corpus's windows
   std::string device = "cpu";  // "cpu" or "cuda" (one GPU per process, by local rank)
   int threads = 1;             // intra-op threads per process
+  // Floating-point type of weights and activations: "fp32", or "fp64" where a run must be
+  // compared with another to far below fp32's rounding (Adam turns rounding noise in
+  // gradients that should be zero into full-size steps).
+  std::string dtype = "fp32";
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   std::optional<std::string> metrics_path;  // JSON lines, one per step
   // The measured timeline of step `trace_step` (default: the last) as a Chrome trace

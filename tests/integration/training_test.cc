@@ -1,0 +1,467 @@
+// The runtime against an independent reference: `hyperpipe launch` runs a plan with real
+// processes on 127.0.0.1, and a single process trains the same model on the same global
+// batch with gradient accumulation; their losses and final weights must agree to float
+// rounding, for every schedule, uneven splits and unequal data parallelism.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "hyperpipe/common/crc32.h"
+#include "hyperpipe/common/yaml_reader.h"
+#include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/runtime/checkpoint.h"
+#include "hyperpipe/runtime/optimizer.h"
+#include "hyperpipe/runtime/stage_module.h"
+#include "hyperpipe/runtime/text_corpus.h"
+#include "test_files.h"
+
+namespace hyperpipe::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using hyperpipe::testing::temp_path;
+using hyperpipe::testing::write_temp_file;
+
+const std::string kBinary = HYPERPIPE_BINARY;
+const std::string kCorpus = std::string(HYPERPIPE_EXAMPLES) + "/data/corpus.txt";
+
+// Four blocks: a chain of six layers; tied embeddings, so the embedding's and the head's
+// copies must be summed across stages.
+const char* kTinyGpt =
+    "name: test-gpt\nflavour: gpt\nhidden: 32\nlayers: 4\nheads: 2\nvocab: 256\nseq_len: 16\n"
+    "tied_embeddings: true\ndropout: false\n";
+const char* kTinyLlama =
+    "name: test-llama\nflavour: llama\nhidden: 32\nlayers: 4\nheads: 4\nkv_heads: 2\n"
+    "ffn_hidden: 64\nvocab: 256\nseq_len: 16\ntied_embeddings: false\n";
+
+constexpr uint64_t kSeed = 7;
+constexpr int kSteps = 3;
+constexpr double kLearningRate = 3e-3;
+// Pipelines and data parallelism change only the order of float sums. In fp32, Adam turns
+// the rounding noise of gradients that are zero in exact arithmetic (the key bias's, for
+// one) into steps of the full learning rate, so the runs compare in fp64, where that
+// noise stays far below this.
+constexpr double kTolerance = 1e-9;
+
+struct TrainedRun {
+  std::vector<double> losses;
+  std::map<std::string, torch::Tensor> weights;
+};
+
+int run_command(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string common_options(const std::string& dir, int steps) {
+  return fmt::format(
+      " --data {} --steps {} --seed {} --lr {} --checkpoint-dir {}/checkpoints --metrics "
+      "{}/metrics.jsonl --timeout 30 --dtype fp64",
+      kCorpus, steps, kSeed, kLearningRate, dir, dir);
+}
+
+std::map<std::string, torch::Tensor> checkpoint_weights(const std::string& dir) {
+  const auto checkpoint = latest_checkpoint(dir + "/checkpoints");
+  std::map<std::string, torch::Tensor> weights;
+  if (!checkpoint) return weights;
+  for (const auto& file : checkpoint->manifest["files"]) {
+    torch::serialize::InputArchive archive;
+    archive.load_from(checkpoint->path + "/" + file["name"].get<std::string>());
+    for (const auto& key : archive.keys()) {
+      if (key.find('/') != std::string::npos) continue;
+      torch::Tensor value;
+      archive.read(key, value);
+      weights[key] = value;
+    }
+  }
+  return weights;
+}
+
+std::vector<double> metric_losses(const std::string& dir) {
+  std::vector<double> losses;
+  std::ifstream in(dir + "/metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"]);
+  return losses;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A fresh directory with the model and a plan of it on the built-in a100x8 (no emulated
+// slowdown); returns the directory.
+std::string prepare(const std::string& name, const std::string& model_yaml,
+                    const std::string& plan_body, bool fresh = true) {
+  const std::string dir = temp_path(name);
+  if (fresh) fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/model.yaml") << model_yaml;
+  std::ofstream(dir + "/plan.json") << R"({"format": "hyperpipe.plan/1", "model": "model.yaml",
+    "cluster": "a100x8", )" << plan_body
+                                    << "}";
+  return dir;
+}
+
+// The plan's processes through `hyperpipe launch`, with `extra` options.
+TrainedRun launch(const std::string& name, const std::string& model_yaml,
+                  const std::string& plan_body, int steps = kSteps, const std::string& extra = "",
+                  bool fresh = true) {
+  const std::string dir = prepare(name, model_yaml, plan_body, fresh);
+  const int code = run_command(kBinary + " launch --plan " + dir + "/plan.json" +
+                               common_options(dir, steps) + extra + " > " + dir + "/log.txt 2>&1");
+  EXPECT_EQ(code, 0) << slurp(dir + "/log.txt");
+  return {metric_losses(dir), checkpoint_weights(dir)};
+}
+
+// One process, the whole model, the same global batch in micro-batches of `micro_batch`
+// with the gradient accumulated: the reference the pipelined runs must match.
+TrainedRun reference(const std::string& model_yaml, int64_t global_batch, int64_t micro_batch,
+                     int steps = kSteps) {
+  const model::Model model(model::read_model_yaml(YamlField::load_string(model_yaml, "m")));
+  torch::set_default_dtype(caffe2::TypeMeta::Make<double>());
+  const int64_t seq = model.config().seq_len;
+  const TextCorpus data = TextCorpus::load(kCorpus, seq, kSeed);
+  StageModule whole(model, 0, model.num_layers(), kSeed);
+  OptimizerOptions options;
+  options.learning_rate = kLearningRate;
+  auto adamw = make_optimizer(whole.parameters(), options);
+  const auto tokens = whole.embedding_tokens();
+  const auto tied = whole.tied_head_tokens();
+  TrainedRun run;
+  for (int step = 0; step < steps; ++step) {
+    for (auto& p : whole.parameters()) p.mutable_grad() = torch::Tensor();
+    double loss = 0;
+    for (int64_t first = 0; first < global_batch; first += micro_batch) {
+      std::vector<int64_t> inputs;
+      std::vector<int64_t> targets;
+      for (int64_t s = first; s < first + micro_batch; ++s) {
+        const auto sample = data.sample(sample_index(step, global_batch, s));
+        inputs.insert(inputs.end(), sample.begin(), sample.end() - 1);
+        targets.insert(targets.end(), sample.begin() + 1, sample.end());
+      }
+      const auto x = torch::tensor(inputs, torch::kLong).view({micro_batch, seq});
+      const auto y = torch::tensor(targets, torch::kLong).view({micro_batch, seq});
+      const auto l =
+          cross_entropy_sum(whole.forward(x), y) / static_cast<double>(global_batch * seq);
+      l.backward();
+      loss += l.item<double>();
+    }
+    if (tied.defined()) {
+      const auto sum = tokens.grad() + tied.grad();
+      tokens.mutable_grad().copy_(sum);
+      tied.mutable_grad().copy_(sum);
+    }
+    double squares = 0;
+    for (const auto& p : whole.parameters()) {
+      if (!(tied.defined() && p.is_same(tied))) squares += p.grad().pow(2).sum().item<double>();
+    }
+    const double factor = clip_factor(std::sqrt(squares), options.clip_norm);
+    for (auto& p : whole.parameters()) p.mutable_grad().mul_(factor);
+    adamw->step();
+    run.losses.push_back(loss);
+  }
+  for (const auto& item : whole.named_parameters()) run.weights[item.key()] = item.value().detach();
+  return run;
+}
+
+void expect_same(const TrainedRun& pipelined, const TrainedRun& single) {
+  ASSERT_EQ(pipelined.losses.size(), single.losses.size());
+  for (size_t s = 0; s < single.losses.size(); ++s) {
+    EXPECT_NEAR(pipelined.losses[s], single.losses[s], kTolerance * single.losses[s]) << s;
+  }
+  ASSERT_EQ(pipelined.weights.size(), single.weights.size());
+  double worst = 0;
+  std::string worst_key;
+  for (const auto& [key, expected] : single.weights) {
+    const auto found = pipelined.weights.find(key);
+    ASSERT_NE(found, pipelined.weights.end()) << key;
+    const double scale = expected.abs().max().item<double>() + 1e-12;
+    const double difference = (found->second - expected).abs().max().item<double>() / scale;
+    if (difference > worst) {
+      worst = difference;
+      worst_key = key;
+    }
+  }
+  EXPECT_LT(worst, kTolerance) << worst_key;
+  // And training moved the weights: equal to a reference that never trained would fail.
+  EXPECT_GT(single.losses.front() - single.losses.back(), 0.05);
+}
+
+struct Case {
+  const char* name;
+  const char* plan;  // the plan's fields after model and cluster
+  int64_t global_batch;
+  int64_t micro_batch;
+};
+
+class MatchesOneProcess : public ::testing::TestWithParam<Case> {};
+
+TEST_P(MatchesOneProcess, LossesAndWeights) {
+  const Case& c = GetParam();
+  expect_same(launch(c.name, kTinyGpt, c.plan), reference(kTinyGpt, c.global_batch, c.micro_batch));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Plans, MatchesOneProcess,
+    ::testing::Values(Case{"two-stage-1f1b-uneven",
+                           R"("micro_batch_size": 2, "micro_batches": 4, "schedule": "1f1b",
+                "stages": [{"layers": [0, 4], "devices": [0]}, {"layers": [4, 6], "devices": [1]}])",
+                           8, 2},
+                      Case{"three-stage-gpipe",
+                           R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "gpipe",
+                "stages": [{"layers": [0, 1], "devices": [0]}, {"layers": [1, 4], "devices": [1]},
+                           {"layers": [4, 6], "devices": [2]}])",
+                           6, 2},
+                      Case{"four-stage-zb-h1",
+                           R"("micro_batch_size": 1, "micro_batches": 6, "schedule": "zb-h1",
+                "stages": [{"layers": [0, 2], "devices": [0]}, {"layers": [2, 3], "devices": [1]},
+                           {"layers": [3, 5], "devices": [2]}, {"layers": [5, 6], "devices": [3]}])",
+                           6, 1},
+                      Case{"interleaved-two-groups-two-chunks",
+                           R"("micro_batch_size": 2, "micro_batches": 4,
+                "schedule": {"kind": "interleaved", "chunks": 2},
+                "stages": [{"layers": [0, 2], "devices": [0]}, {"layers": [2, 3], "devices": [1]},
+                           {"layers": [3, 5], "devices": [0]}, {"layers": [5, 6], "devices": [1]}])",
+                           8, 2},
+                      Case{"hetero-1f1b-deeper-warmup",
+                           R"("micro_batch_size": 2, "micro_batches": 4,
+                "schedule": {"kind": "hetero-1f1b", "warmup": [4, 2, 1]},
+                "stages": [{"layers": [0, 3], "devices": [0]}, {"layers": [3, 5], "devices": [1]},
+                           {"layers": [5, 6], "devices": [2]}])",
+                           8, 2},
+                      Case{"unequal-dp-two-then-one",
+                           R"("micro_batch_size": 3, "micro_batches": 3, "schedule": "1f1b",
+                "stages": [{"layers": [0, 3], "devices": [0, 1]}, {"layers": [3, 6], "devices": [2]}])",
+                           9, 3},
+                      Case{"dp-two-then-three-zb-h1",
+                           R"("micro_batch_size": 6, "micro_batches": 2, "schedule": "zb-h1",
+                "stages": [{"layers": [0, 3], "devices": [0, 1]},
+                           {"layers": [3, 6], "devices": [2, 3, 4]}])",
+                           12, 6}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::string name = info.param.name;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+TEST(Training, LlamaFlavourMatchesOneProcess) {
+  expect_same(launch("llama-two-stage", kTinyLlama,
+                     R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "1f1b",
+                        "stages": [{"layers": [0, 2], "devices": [0]},
+                                   {"layers": [2, 6], "devices": [1]}])"),
+              reference(kTinyLlama, 6, 2));
+}
+
+const char* kTwoStages =
+    R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "1f1b",
+       "stages": [{"layers": [0, 3], "devices": [0]}, {"layers": [3, 6], "devices": [1]}])";
+const char* kThreeStages =
+    R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "zb-h1",
+       "stages": [{"layers": [0, 2], "devices": [0]}, {"layers": [2, 5], "devices": [1]},
+                  {"layers": [5, 6], "devices": [2]}])";
+
+TEST(Training, ResumedRunEqualsTheUninterruptedOne) {
+  const TrainedRun whole = launch("resume-whole", kTinyGpt, kTwoStages, 4);
+  launch("resume-parts", kTinyGpt, kTwoStages, 2);
+  const TrainedRun resumed = launch("resume-parts", kTinyGpt, kTwoStages, 4, " --resume", false);
+  ASSERT_EQ(resumed.losses.size(), 4u);  // the metrics keep the steps before the restart
+  for (size_t s = 0; s < 4; ++s) EXPECT_EQ(resumed.losses[s], whole.losses[s]) << s;
+  ASSERT_EQ(resumed.weights.size(), whole.weights.size());
+  for (const auto& [key, value] : whole.weights) {
+    EXPECT_TRUE(torch::equal(resumed.weights.at(key), value)) << key;  // bit for bit
+  }
+}
+
+TEST(Training, ACheckpointLoadsIntoAnotherSplit) {
+  // Two steps on two stages, then two more on three stages cut elsewhere: the same as
+  // four steps in one process.
+  launch("repartition", kTinyGpt, kTwoStages, 2);
+  const std::string dir = prepare("repartition", kTinyGpt, kThreeStages, false);
+  ASSERT_EQ(run_command(kBinary + " launch --plan " + dir + "/plan.json" + common_options(dir, 4) +
+                        " --resume > " + dir + "/log.txt 2>&1"),
+            0)
+      << slurp(dir + "/log.txt");
+  EXPECT_NE(slurp(dir + "/log.txt").find("resuming from"), std::string::npos);
+  expect_same({metric_losses(dir), checkpoint_weights(dir)}, reference(kTinyGpt, 6, 2, 4));
+}
+
+TEST(Training, LossGoesDownOnTheShippedCorpus) {
+  const std::string dir = temp_path("shipped");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/plan.json") << R"({"format": "hyperpipe.plan/1",
+    "model": ")" << HYPERPIPE_EXAMPLES
+                                    << R"(/models/tiny-gpt.yaml", "cluster": "a100x8",
+    "micro_batch_size": 4, "micro_batches": 4,
+    "stages": [{"layers": [0, 4], "devices": [0]}, {"layers": [4, 8], "devices": [1]}]})";
+  ASSERT_EQ(
+      run_command(kBinary + " launch --plan " + dir + "/plan.json --data " + kCorpus +
+                  " --steps 25 --metrics " + dir + "/metrics.jsonl > " + dir + "/log.txt 2>&1"),
+      0)
+      << slurp(dir + "/log.txt");
+  const auto losses = metric_losses(dir);
+  ASSERT_EQ(losses.size(), 25u);
+  // Bytes start near uniform (ln 256 = 5.55 nats); English text has far fewer.
+  EXPECT_NEAR(losses.front(), std::log(256.0), 0.2);
+  EXPECT_LT(losses.back(), losses.front() - 1.0);
+}
+
+// Starts `hyperpipe train` as rank `rank` of `world` directly (the test is the launcher),
+// output to `log`; returns its pid.
+pid_t start_worker(const std::string& plan, int rank, int world, int port,
+                   const std::string& options, const std::string& log) {
+  const std::string command = fmt::format(
+      "RANK={} WORLD_SIZE={} MASTER_ADDR=127.0.0.1 MASTER_PORT={} exec {} train --plan {} {} "
+      "> {} 2>&1",
+      rank, world, port, kBinary, plan, options, log);
+  const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+  return pid;
+}
+
+// Waits up to `seconds` for the process; its exit code, or -1 if it is still running.
+int wait_for(pid_t pid, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+TEST(Training, AKilledWorkerEndsTheRunWithItsRankNamedAndCheckpointsIntact) {
+  const std::string dir = prepare("fault", kTinyGpt, kThreeStages);
+  const std::string options = fmt::format(
+      "--data {} --steps 100000 --timeout 5 --checkpoint-dir {}/checkpoints --checkpoint-every 2",
+      kCorpus, dir);
+  const int port = 29000 + ::getpid() % 1000;
+  std::vector<pid_t> workers;
+  for (int rank = 0; rank < 3; ++rank) {
+    workers.push_back(start_worker(dir + "/plan.json", rank, 3, port, options,
+                                   fmt::format("{}/rank{}.log", dir, rank)));
+  }
+  // Kill rank 1 once a checkpoint is complete.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!latest_checkpoint(dir + "/checkpoints") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(latest_checkpoint(dir + "/checkpoints").has_value());
+  kill(workers[1], SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  for (int rank : {0, 2}) {
+    const int code = wait_for(workers[rank], 30);
+    if (code < 0) kill(workers[rank], SIGKILL);
+    EXPECT_NE(code, 0) << rank;
+    EXPECT_GT(code, 0) << "rank " << rank << " did not stop within 30 s";
+    const std::string log = slurp(fmt::format("{}/rank{}.log", dir, rank));
+    EXPECT_NE(log.find("rank 1"), std::string::npos) << log;
+  }
+  waitpid(workers[1], nullptr, 0);
+  // Within the 5 s timeout (and the time to notice), not a hang.
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count(), 15);
+  // The last complete checkpoint is intact (its CRC-32s check) and holds every layer.
+  const auto checkpoint = latest_checkpoint(dir + "/checkpoints");
+  ASSERT_TRUE(checkpoint.has_value());
+  EXPECT_EQ(checkpoint_weights(dir).size(), reference(kTinyGpt, 6, 2, 0).weights.size());
+}
+
+TEST(Training, LauncherExitsNonZeroWhenAWorkerDies) {
+  // Rank 2's data file is unreadable only for it: its train exits 2 before the run starts.
+  const std::string dir = prepare("launcher-failure", kTinyGpt, kThreeStages);
+  const int code = run_command(kBinary + " launch --plan " + dir +
+                               "/plan.json --data /nonexistent/corpus.txt"
+                               " --steps 2 --timeout 5 > " +
+                               dir + "/log.txt 2>&1");
+  const std::string log = slurp(dir + "/log.txt");
+  EXPECT_NE(code, 0) << log;
+  EXPECT_NE(log.find("/nonexistent/corpus.txt"), std::string::npos) << log;
+  EXPECT_NE(log.find("failed (exit code 2)"), std::string::npos) << log;
+}
+
+struct BadTrainCase {
+  const char* name;
+  const char* plan;         // plan body, or nullptr for kTwoStages
+  const char* options;      // beyond --plan
+  const char* environment;  // prefix
+  const char* fragment;
+};
+
+class BadTrainingInput : public ::testing::TestWithParam<BadTrainCase> {};
+
+TEST_P(BadTrainingInput, ExitsTwoBeforeTraining) {
+  const auto& c = GetParam();
+  const std::string dir = prepare(c.name, kTinyGpt, c.plan ? c.plan : kTwoStages);
+  const std::string options = fmt::format(fmt::runtime(c.options), kCorpus, dir);
+  const int code = run_command(std::string(c.environment) + " " + kBinary + " train --plan " + dir +
+                               "/plan.json " + options + " > " + dir + "/log.txt 2>&1");
+  const std::string log = slurp(dir + "/log.txt");
+  EXPECT_EQ(code, 2) << log;
+  EXPECT_NE(log.find(c.fragment), std::string::npos) << log;
+  EXPECT_EQ(log.find("step 1/"), std::string::npos) << log;  // nothing trained
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadTrainingInput,
+    ::testing::Values(
+        BadTrainCase{"plan-misfit",
+                     R"("micro_batch_size": 2, "micro_batches": 3,
+                        "stages": [{"layers": [0, 5], "devices": [0]}])",
+                     "--data {0}", "", "the stages cover layers [0, 5), but model test-gpt has 6"},
+        BadTrainCase{"missing-data", nullptr, "--data {1}/none.txt", "RANK=0 WORLD_SIZE=2",
+                     "none.txt"},
+        BadTrainCase{"world-size", nullptr, "--data {0}", "RANK=0 WORLD_SIZE=3",
+                     "2 processes, one per device of the plan; the launcher (torchrun) started 3"},
+        BadTrainCase{"resume-nowhere", nullptr, "--data {0} --resume", "RANK=0 WORLD_SIZE=2",
+                     "a --checkpoint-dir to resume from"}),
+    [](const ::testing::TestParamInfo<BadTrainCase>& info) {
+      std::string name = info.param.name;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+TEST(Training, CorruptOrTruncatedCheckpointIsRefusedBeforeTraining) {
+  launch("corrupt", kTinyGpt, kTwoStages, 1);
+  const std::string dir = temp_path("corrupt");
+  const auto checkpoint = latest_checkpoint(dir + "/checkpoints");
+  ASSERT_TRUE(checkpoint.has_value());
+  const std::string file =
+      checkpoint->path + "/" + checkpoint->manifest["files"][1]["name"].get<std::string>();
+  for (const bool truncate : {false, true}) {
+    std::string bytes = slurp(file);
+    const std::string original = bytes;
+    if (truncate) {
+      bytes.resize(bytes.size() / 2);
+    } else {
+      bytes[bytes.size() / 2] ^= 0x40;
+    }
+    std::ofstream(file, std::ios::binary) << bytes;
+    const int code = run_command("RANK=0 WORLD_SIZE=2 " + kBinary + " train --plan " + dir +
+                                 "/plan.json --data " + kCorpus + " --checkpoint-dir " + dir +
+                                 "/checkpoints --resume --steps 3 > " + dir + "/log.txt 2>&1");
+    const std::string log = slurp(dir + "/log.txt");
+    EXPECT_EQ(code, 2) << log;
+    EXPECT_NE(log.find("the file is corrupt or truncated"), std::string::npos) << log;
+    EXPECT_NE(log.find(file), std::string::npos) << log;
+    std::ofstream(file, std::ios::binary) << original;
+  }
+}
+
+}  // namespace
+}  // namespace hyperpipe::runtime
