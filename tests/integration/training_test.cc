@@ -346,34 +346,38 @@ int wait_for(pid_t pid, double seconds) {
   return -1;
 }
 
-TEST(Training, AKilledWorkerEndsTheRunWithItsRankNamedAndCheckpointsIntact) {
-  const std::string dir = prepare("fault", kTinyGpt, kThreeStages);
+class KilledWorker : public ::testing::TestWithParam<int> {};
+
+TEST_P(KilledWorker, EndsTheRunWithItsRankNamedAndCheckpointsIntact) {
+  const int victim = GetParam();  // 0 also hosts the rendezvous store
+  const std::string dir = prepare(fmt::format("fault{}", victim), kTinyGpt, kThreeStages);
   const std::string options = fmt::format(
       "--data {} --steps 100000 --timeout 5 --checkpoint-dir {}/checkpoints --checkpoint-every 2",
       kCorpus, dir);
-  const int port = 29000 + ::getpid() % 1000;
+  const int port = 29000 + (::getpid() * 2 + victim) % 1000;
   std::vector<pid_t> workers;
   for (int rank = 0; rank < 3; ++rank) {
     workers.push_back(start_worker(dir + "/plan.json", rank, 3, port, options,
                                    fmt::format("{}/rank{}.log", dir, rank)));
   }
-  // Kill rank 1 once a checkpoint is complete.
+  // Kill the victim once a checkpoint is complete.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!latest_checkpoint(dir + "/checkpoints") && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_TRUE(latest_checkpoint(dir + "/checkpoints").has_value());
-  kill(workers[1], SIGKILL);
+  kill(workers[victim], SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
-  for (int rank : {0, 2}) {
+  for (int rank = 0; rank < 3; ++rank) {
+    if (rank == victim) continue;
     const int code = wait_for(workers[rank], 30);
     if (code < 0) kill(workers[rank], SIGKILL);
     EXPECT_NE(code, 0) << rank;
     EXPECT_GT(code, 0) << "rank " << rank << " did not stop within 30 s";
     const std::string log = slurp(fmt::format("{}/rank{}.log", dir, rank));
-    EXPECT_NE(log.find("rank 1"), std::string::npos) << log;
+    EXPECT_NE(log.find(fmt::format("rank {}", victim)), std::string::npos) << log;
   }
-  waitpid(workers[1], nullptr, 0);
+  waitpid(workers[victim], nullptr, 0);
   // Within the 5 s timeout (and the time to notice), not a hang.
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count(), 15);
   // The last complete checkpoint is intact (its CRC-32s check) and holds every layer.
@@ -381,6 +385,8 @@ TEST(Training, AKilledWorkerEndsTheRunWithItsRankNamedAndCheckpointsIntact) {
   ASSERT_TRUE(checkpoint.has_value());
   EXPECT_EQ(checkpoint_weights(dir).size(), reference(kTinyGpt, 6, 2, 0).weights.size());
 }
+
+INSTANTIATE_TEST_SUITE_P(Ranks, KilledWorker, ::testing::Values(1, 0));
 
 TEST(Training, LauncherExitsNonZeroWhenAWorkerDies) {
   // Rank 2's data file is unreadable only for it: its train exits 2 before the run starts.

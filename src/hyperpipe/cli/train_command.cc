@@ -53,8 +53,10 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
   command->add_option("--metrics", options->metrics_path, "Write per-step metrics (JSON lines)");
   command->add_option("--trace", options->trace_path, "Write the measured timeline (Chrome trace)");
   command->add_option("--svg", options->svg_path, "Write the measured timeline as an SVG chart");
+  command->add_option("--timeline", options->timeline_path,
+                      "Write the measured timeline as JSON (hyperpipe.timeline/1)");
   command->add_option("--trace-step", options->trace_step,
-                      "The step drawn by --trace/--svg (default: the last)");
+                      "The step drawn by --trace/--svg/--timeline (default: the last)");
   command->add_option("--checkpoint-dir", options->checkpoint_dir, "Save checkpoints here");
   command
       ->add_option("--checkpoint-every", options->checkpoint_every,

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <map>
+#include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -15,6 +17,13 @@
 
 namespace hyperpipe::runtime {
 namespace {
+
+// How often the watchdog looks for a failure report; the reporter stays up this long
+// times kReportLinger before exiting, so every watchdog reads its report.
+constexpr std::chrono::milliseconds kWatchdogPoll{100};
+constexpr int kReportLinger = 5;
+constexpr const char* kFailureKey = "failure";
+constexpr const char* kFailureCount = "failures";
 
 std::string join(const std::vector<int>& ranks) {
   return fmt::format("{}", fmt::join(ranks, ","));
@@ -59,6 +68,7 @@ class C10dCommunicator final : public Communicator {
       : rank_(rendezvous.rank),
         world_(rendezvous.world_size),
         address_(rendezvous.address),
+        port_(rendezvous.port),
         device_(device),
         timeout_(timeout) {
     c10d::TCPStoreOptions options;
@@ -76,6 +86,8 @@ class C10dCommunicator final : public Communicator {
                       rendezvous.address, rendezvous.port, world_, error.what_without_backtrace()));
     }
   }
+
+  ~C10dCommunicator() override { stop_watchdog(); }
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
@@ -111,6 +123,85 @@ class C10dCommunicator final : public Communicator {
   void barrier() override {
     const auto description = fmt::format("rank {}: waiting for every rank (did one die?)", rank_);
     start(description, {}, [&] { return world_group_->barrier(); })->wait();
+  }
+
+  std::string report_failure(const std::string& message) override {
+    // This process knows already: its watchdog keeps the heartbeat (so others do not
+    // count it silent) but must not end it before it has reported.
+    reporting_ = true;
+    std::string report = message;
+    try {
+      // Who stopped: every live process's watchdog counts its heartbeat up.
+      const auto beats = heartbeats();
+      std::this_thread::sleep_for(kWatchdogPoll * kReportLinger);
+      const auto later = heartbeats();
+      std::vector<int> silent;
+      for (int r = 0; r < world_; ++r) {
+        if (r != rank_ && later[r] == beats[r]) silent.push_back(r);
+      }
+      if (!silent.empty()) {
+        report += fmt::format(" [no heartbeat from rank {}]", join(silent));
+      }
+      if (store_->add(kFailureCount, 1) == 1) {
+        store_set(kFailureKey, report);
+        // Rank 0 hosts the store: it stays up until the others have read the report.
+        if (rank_ == 0) std::this_thread::sleep_for(kWatchdogPoll * kReportLinger);
+      }
+    } catch (const std::exception& error) {
+      log().debug("rank {}: could not report the failure: {}", rank_, error.what());
+      if (rank_ != 0) report += " [rank 0, which hosts the rendezvous store, is gone: did it die?]";
+    }
+    stop_watchdog();
+    return report;
+  }
+
+  void start_watchdog(std::function<void(const std::string&)> on_failure) override {
+    stop_watchdog();
+    watching_ = true;
+    watchdog_ = std::thread([this, on_failure = std::move(on_failure)] {
+      // A client of its own: the store's client connection is not shared across threads.
+      std::unique_ptr<c10d::TCPStore> store;
+      try {
+        c10d::TCPStoreOptions options;
+        options.port = static_cast<uint16_t>(port_);
+        options.waitWorkers = false;
+        options.timeout = timeout_;
+        store = std::make_unique<c10d::TCPStore>(address_, options);
+      } catch (const std::exception& error) {
+        log().debug("rank {}: no watchdog: {}", rank_, error.what());
+        return;
+      }
+      while (watching_) {
+        std::this_thread::sleep_for(kWatchdogPoll);
+        if (!watching_) break;
+        std::string message;
+        try {
+          store->add(fmt::format("heartbeat/{}", rank_), 1);
+          if (reporting_ || !store->check({kFailureKey})) continue;
+          const auto bytes = store->get(kFailureKey);
+          message = fmt::format("rank {}: stopping, as {}", rank_,
+                                std::string(bytes.begin(), bytes.end()));
+        } catch (const std::exception&) {
+          if (!watching_ || reporting_) break;
+          message = fmt::format(
+              "rank {}: lost the rendezvous store that rank 0 hosts (did rank 0 die?)", rank_);
+        }
+        on_failure(message);
+        return;
+      }
+    });
+  }
+
+  // Each rank's heartbeat count (0 for one that never beat).
+  std::vector<int64_t> heartbeats() {
+    std::vector<int64_t> beats(world_, 0);
+    for (int r = 0; r < world_; ++r) beats[r] = store_->add(fmt::format("heartbeat/{}", r), 0);
+    return beats;
+  }
+
+  void stop_watchdog() override {
+    watching_ = false;
+    if (watchdog_.joinable()) watchdog_.join();
   }
 
   void store_set(const std::string& key, const std::string& value) override {
@@ -182,6 +273,10 @@ class C10dCommunicator final : public Communicator {
   int rank_;
   int world_;
   std::string address_;
+  int port_;
+  std::atomic<bool> watching_{false};
+  std::atomic<bool> reporting_{false};
+  std::thread watchdog_;
   torch::Device device_;
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10d::Store> store_;

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -49,6 +50,17 @@ class Communicator {
   // the key up to the timeout.
   virtual void store_set(const std::string& key, const std::string& value) = 0;
   virtual std::string store_get(const std::string& key) = 0;
+
+  // Failure detection across the run. Every process's watchdog thread beats a heartbeat
+  // in the store and watches for a failure report or for the store's host (rank 0) to
+  // vanish, then calls `on_failure` with a message naming who failed: a process blocked
+  // on a healthy peer learns of a death elsewhere instead of waiting for its timeout. A
+  // process that loses a peer reports it (stopping its own watchdog; the first report
+  // is kept), adding the ranks whose heartbeat has stopped.
+  // Returns the message with the silent ranks added.
+  virtual std::string report_failure(const std::string& message) = 0;
+  virtual void start_watchdog(std::function<void(const std::string& message)> on_failure) = 0;
+  virtual void stop_watchdog() = 0;
 };
 
 // Joins the run described by `rendezvous` (rank 0 hosts the store): Gloo for CPU

@@ -161,8 +161,14 @@ void Executor::wait_all(std::vector<std::unique_ptr<Pending>>& pending, const ch
 
 template <typename Work>
 void Executor::timed(trace::Interval interval, const Work& work) {
+  // CUDA kernels run asynchronously: the op ends when the device is done with it.
+  const auto synchronize = [&] {
+    if (options_.device.is_cuda()) torch::cuda::synchronize(options_.device.index());
+  };
+  synchronize();
   const auto start = std::chrono::steady_clock::now();
   work();
+  synchronize();
   const double host = seconds_since(start);
   if (options_.speed < 1.0) {
     std::this_thread::sleep_for(std::chrono::duration<double>(host / options_.speed - host));

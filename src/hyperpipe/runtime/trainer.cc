@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 #include "hyperpipe/plan/plan_json.h"
 #include "hyperpipe/runtime/checkpoint.h"
 #include "hyperpipe/runtime/rendezvous.h"
+#include "hyperpipe/sim/plan_simulation.h"
 #include "hyperpipe/trace/chrome_trace.h"
 #include "hyperpipe/trace/svg_gantt.h"
 #include "hyperpipe/trace/timeline_json.h"
@@ -32,9 +34,134 @@ torch::Device device_for(const std::string& name, const Rendezvous& rendezvous) 
   throw InputError("--device", name, "cpu or cuda");
 }
 
+// "run/measured.svg" → "run/measured.predicted.svg".
+std::string predicted_path(const std::string& path) {
+  const std::filesystem::path p(path);
+  return (p.parent_path() / (p.stem().string() + ".predicted" + p.extension().string())).string();
+}
+
 std::string format_eta(double seconds) {
   if (seconds < 60) return fmt::format("{:.0f} s", seconds);
   return fmt::format("{:.0f} min {:02.0f} s", std::floor(seconds / 60), std::fmod(seconds, 60));
+}
+
+// The steps, once everything is checked and the processes have met.
+TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
+                          const model::Model& model, const cluster::Cluster& cluster,
+                          const RankLayout& layout, const TextCorpus& data,
+                          const Rendezvous& rendezvous,
+                          const std::optional<CheckpointInfo>& checkpoint,
+                          const ExecutorOptions& executor_options, Communicator& communicator,
+                          std::ostream& out) {
+  const ProcessRole& role = layout.role(rendezvous.rank);
+  const int64_t seq = data.seq_len();
+  Executor executor(model, plan, layout, communicator, data, executor_options);
+  const bool reporter = rendezvous.rank == 0;
+  TrainSummary summary;
+  if (checkpoint) {
+    load_checkpoint(*checkpoint, executor, model.config().name);
+    summary.first_step = checkpoint->steps_done;
+    if (reporter) {
+      out << fmt::format("resuming from {} ({} steps done)\n", checkpoint->path,
+                         checkpoint->steps_done);
+    }
+  } else if (options.resume && reporter) {
+    out << fmt::format("no complete checkpoint in {}: starting from step 1\n",
+                       *options.checkpoint_dir);
+  }
+  const auto save = [&](int64_t steps_done) {
+    save_checkpoint(*options.checkpoint_dir, steps_done, executor, communicator, layout,
+                    plan::to_json(plan), model.config().name);
+  };
+  log().info("rank {}: device group {}, dp {}/{}, device {} ({}), speed {}", rendezvous.rank,
+             role.group, role.dp_index, role.dp, role.device, cluster.device_type(role.device).name,
+             executor_options.speed);
+
+  std::vector<nlohmann::json> metrics;
+  if (reporter && options.metrics_path && summary.first_step > 0) {
+    // A resumed run keeps the metrics of the steps before it.
+    std::ifstream previous(*options.metrics_path);
+    std::string line;
+    while (std::getline(previous, line)) {
+      const auto entry = nlohmann::json::parse(line, nullptr, false);
+      if (!entry.is_discarded() && entry.value("step", int64_t{-1}) >= 0 &&
+          entry["step"].get<int64_t>() < summary.first_step) {
+        metrics.push_back(entry);
+      }
+    }
+  }
+  const int64_t trace_step = options.trace_step.value_or(options.steps - 1);
+  const bool wants_timeline = options.trace_path || options.svg_path || options.timeline_path;
+  const double tokens = static_cast<double>(plan.global_batch() * seq);
+  double total_seconds = 0;
+  for (int64_t step = summary.first_step; step < options.steps; ++step) {
+    const StepResult result = executor.step(step);
+    summary.losses.push_back(result.loss);
+    total_seconds += result.seconds;
+    if (options.checkpoint_dir &&
+        ((options.checkpoint_every > 0 && (step + 1) % options.checkpoint_every == 0) ||
+         step + 1 == options.steps)) {
+      save(step + 1);
+    }
+    if (step == trace_step && wants_timeline) {
+      communicator.store_set(fmt::format("track/{}", rendezvous.rank),
+                             trace::track_to_json(result.track).dump());
+    }
+    if (!reporter) continue;
+    const int64_t done = step + 1 - summary.first_step;
+    const double mean = total_seconds / static_cast<double>(done);
+    out << fmt::format("step {:>{}}/{}  loss {:.4f}  {:.0f} tokens/s  {:.3f} s/step  ETA {}\n",
+                       step + 1, std::to_string(options.steps).size(), options.steps, result.loss,
+                       tokens / result.seconds, result.seconds,
+                       format_eta(mean * static_cast<double>(options.steps - step - 1)))
+        << std::flush;
+    metrics.push_back({{"step", step},
+                       {"loss", result.loss},
+                       {"grad_norm", result.grad_norm},
+                       {"seconds", result.seconds},
+                       {"tokens_per_s", tokens / result.seconds}});
+  }
+  summary.mean_step_seconds =
+      total_seconds / static_cast<double>(std::max<int64_t>(1, options.steps - summary.first_step));
+
+  const bool traced = trace_step >= summary.first_step && trace_step < options.steps;
+  if (reporter && traced && wants_timeline) {
+    trace::Timeline timeline;
+    timeline.title = fmt::format("{} on {}: step {} (measured)", model.config().name,
+                                 cluster.name(), trace_step + 1);
+    for (int r = 0; r < layout.world_size(); ++r) {
+      auto track = trace::track_from_json(
+          nlohmann::json::parse(communicator.store_get(fmt::format("track/{}", r))));
+      const auto& other = layout.role(r);
+      track.name = fmt::format("rank {}: group {} dp {} ({})", r, other.group, other.dp_index,
+                               cluster.device_type(other.device).name);
+      track.devices = {other.device};
+      timeline.tracks.push_back(std::move(track));
+    }
+    // Beside it, the simulator's prediction for the same plan (cost model estimates).
+    const cost::CostModel costs(model, cluster);
+    auto predicted = sim::simulate_plan(costs, plan).output.timeline;
+    predicted.title = fmt::format("{} on {} (predicted)", model.config().name, cluster.name());
+    const auto write = [&](const std::optional<std::string>& path, const auto& render) {
+      if (!path) return;
+      write_file_atomically(*path, render(timeline));
+      write_file_atomically(predicted_path(*path), render(predicted));
+    };
+    write(options.trace_path,
+          [](const trace::Timeline& t) { return trace::chrome_trace(t).dump(); });
+    write(options.svg_path, [](const trace::Timeline& t) { return trace::svg_gantt(t); });
+    write(options.timeline_path,
+          [](const trace::Timeline& t) { return trace::timeline_to_json(t).dump(); });
+  }
+  if (reporter && options.metrics_path) {
+    std::string lines;
+    for (const auto& m : metrics) lines += m.dump() + "\n";
+    write_file_atomically(*options.metrics_path, lines);
+  }
+  // Done: a store that goes away now is the end of the run, not a failure.
+  communicator.stop_watchdog();
+  communicator.barrier();
+  return summary;
 }
 
 }  // namespace
@@ -83,100 +210,17 @@ TrainSummary train(const TrainOptions& options, std::ostream& out) {
   }
 
   const auto communicator = connect(rendezvous, executor_options.device, options.timeout);
-  Executor executor(model, plan, layout, *communicator, data, executor_options);
-  const bool reporter = rendezvous.rank == 0;
-  TrainSummary summary;
-  if (checkpoint) {
-    load_checkpoint(*checkpoint, executor, model.config().name);
-    summary.first_step = checkpoint->steps_done;
-    if (reporter) {
-      out << fmt::format("resuming from {} ({} steps done)\n", checkpoint->path,
-                         checkpoint->steps_done);
-    }
-  } else if (options.resume && reporter) {
-    out << fmt::format("no complete checkpoint in {}: starting from step 1\n",
-                       *options.checkpoint_dir);
+  // A failure anywhere ends this process too, with the report that names it.
+  communicator->start_watchdog([](const std::string& message) {
+    log().error("{}", message);
+    log().flush();
+    std::_Exit(kExitRunFailed);
+  });
+  try {
+    return run_training(options, plan, model, cluster, layout, data, rendezvous, checkpoint,
+                        executor_options, *communicator, out);
+  } catch (const CommunicationError& error) {
+    throw CommunicationError(communicator->report_failure(error.what()));
   }
-  const auto save = [&](int64_t steps_done) {
-    save_checkpoint(*options.checkpoint_dir, steps_done, executor, *communicator, layout,
-                    plan::to_json(plan), model.config().name);
-  };
-  log().info("rank {}: device group {}, dp {}/{}, device {} ({}), speed {}", rendezvous.rank,
-             role.group, role.dp_index, role.dp, role.device, cluster.device_type(role.device).name,
-             executor_options.speed);
-
-  std::vector<nlohmann::json> metrics;
-  if (reporter && options.metrics_path && summary.first_step > 0) {
-    // A resumed run keeps the metrics of the steps before it.
-    std::ifstream previous(*options.metrics_path);
-    std::string line;
-    while (std::getline(previous, line)) {
-      const auto entry = nlohmann::json::parse(line, nullptr, false);
-      if (!entry.is_discarded() && entry.value("step", int64_t{-1}) >= 0 &&
-          entry["step"].get<int64_t>() < summary.first_step) {
-        metrics.push_back(entry);
-      }
-    }
-  }
-  const int64_t trace_step = options.trace_step.value_or(options.steps - 1);
-  const double tokens = static_cast<double>(plan.global_batch() * seq);
-  double total_seconds = 0;
-  for (int64_t step = summary.first_step; step < options.steps; ++step) {
-    const StepResult result = executor.step(step);
-    summary.losses.push_back(result.loss);
-    total_seconds += result.seconds;
-    if (options.checkpoint_dir &&
-        ((options.checkpoint_every > 0 && (step + 1) % options.checkpoint_every == 0) ||
-         step + 1 == options.steps)) {
-      save(step + 1);
-    }
-    if (step == trace_step && (options.trace_path || options.svg_path)) {
-      communicator->store_set(fmt::format("track/{}", rendezvous.rank),
-                              trace::track_to_json(result.track).dump());
-    }
-    if (!reporter) continue;
-    const int64_t done = step + 1 - summary.first_step;
-    const double mean = total_seconds / static_cast<double>(done);
-    out << fmt::format("step {:>{}}/{}  loss {:.4f}  {:.0f} tokens/s  {:.3f} s/step  ETA {}\n",
-                       step + 1, std::to_string(options.steps).size(), options.steps, result.loss,
-                       tokens / result.seconds, result.seconds,
-                       format_eta(mean * static_cast<double>(options.steps - step - 1)))
-        << std::flush;
-    metrics.push_back({{"step", step},
-                       {"loss", result.loss},
-                       {"grad_norm", result.grad_norm},
-                       {"seconds", result.seconds},
-                       {"tokens_per_s", tokens / result.seconds}});
-  }
-  summary.mean_step_seconds =
-      total_seconds / static_cast<double>(std::max<int64_t>(1, options.steps - summary.first_step));
-
-  const bool traced = trace_step >= summary.first_step && trace_step < options.steps;
-  if (reporter && traced && (options.trace_path || options.svg_path)) {
-    trace::Timeline timeline;
-    timeline.title = fmt::format("{} on {}: step {} (measured)", model.config().name,
-                                 cluster.name(), trace_step + 1);
-    for (int r = 0; r < layout.world_size(); ++r) {
-      auto track = trace::track_from_json(
-          nlohmann::json::parse(communicator->store_get(fmt::format("track/{}", r))));
-      const auto& other = layout.role(r);
-      track.name = fmt::format("rank {}: group {} dp {} ({})", r, other.group, other.dp_index,
-                               cluster.device_type(other.device).name);
-      track.devices = {other.device};
-      timeline.tracks.push_back(std::move(track));
-    }
-    if (options.trace_path) {
-      write_file_atomically(*options.trace_path, trace::chrome_trace(timeline).dump());
-    }
-    if (options.svg_path) write_file_atomically(*options.svg_path, trace::svg_gantt(timeline));
-  }
-  if (reporter && options.metrics_path) {
-    std::string lines;
-    for (const auto& m : metrics) lines += m.dump() + "\n";
-    write_file_atomically(*options.metrics_path, lines);
-  }
-  communicator->barrier();
-  return summary;
 }
-
 }  // namespace hyperpipe::runtime

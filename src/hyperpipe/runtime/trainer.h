@@ -28,10 +28,12 @@ struct TrainOptions {
   std::string dtype = "fp32";
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   std::optional<std::string> metrics_path;  // JSON lines, one per step
-  // The measured timeline of step `trace_step` (default: the last) as a Chrome trace
-  // and an SVG, with the simulator's prediction for the same plan beside them.
+  // The measured timeline of step `trace_step` (default: the last) as a Chrome trace,
+  // an SVG, a JSON document; beside each (NAME.predicted.EXT) the simulator's prediction
+  // for the same plan.
   std::optional<std::string> trace_path;
   std::optional<std::string> svg_path;
+  std::optional<std::string> timeline_path;  // the same as a hyperpipe.timeline/1 document
   std::optional<int64_t> trace_step;
   std::optional<std::string> checkpoint_dir;
   int64_t checkpoint_every = 0;  // steps; 0: only at the end (when a directory is given)
@@ -44,8 +46,12 @@ struct TrainSummary {
   double mean_step_seconds = 0;
 };
 
+// The exit code of a process that stops because another failed (its watchdog's).
+inline constexpr int kExitRunFailed = 1;
+
 // Throws InputError for bad input (before joining the others), CommunicationError when a
-// peer fails or times out.
+// peer fails or times out; ends the process with kExitRunFailed when another reports a
+// failure or rank 0 vanishes.
 TrainSummary train(const TrainOptions& options, std::ostream& out);
 
 }  // namespace hyperpipe::runtime

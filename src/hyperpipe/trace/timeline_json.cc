@@ -1,5 +1,7 @@
 #include "hyperpipe/trace/timeline_json.h"
 
+#include "hyperpipe/common/error.h"
+
 namespace hyperpipe::trace {
 namespace {
 
@@ -42,6 +44,26 @@ Track track_from_json(const nlohmann::json& json) {
     track.memory.push_back({sample.at(0).get<double>(), sample.at(1).get<double>()});
   }
   return track;
+}
+
+nlohmann::json timeline_to_json(const Timeline& timeline) {
+  nlohmann::json tracks = nlohmann::json::array();
+  for (const auto& track : timeline.tracks) tracks.push_back(track_to_json(track));
+  return {{"format", kTimelineFormat}, {"title", timeline.title}, {"tracks", tracks}};
+}
+
+Timeline timeline_from_json(const nlohmann::json& json, const std::string& source) {
+  try {
+    if (json.at("format") != kTimelineFormat) {
+      throw InputError(source, "format", std::string("\"") + kTimelineFormat + "\"");
+    }
+    Timeline timeline;
+    timeline.title = json.at("title").get<std::string>();
+    for (const auto& track : json.at("tracks")) timeline.tracks.push_back(track_from_json(track));
+    return timeline;
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(source, "", std::string("a timeline document: ") + error.what());
+  }
 }
 
 }  // namespace hyperpipe::trace

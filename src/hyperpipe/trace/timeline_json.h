@@ -8,8 +8,15 @@
 
 namespace hyperpipe::trace {
 
+inline constexpr const char* kTimelineFormat = "hyperpipe.timeline/1";
+
 nlohmann::json track_to_json(const Track& track);
 // Throws nlohmann::json::exception on a malformed document.
 Track track_from_json(const nlohmann::json& json);
+
+// {"format": "hyperpipe.timeline/1", "title", "tracks": [...]}.
+nlohmann::json timeline_to_json(const Timeline& timeline);
+// Throws InputError naming `source` when the document is not a timeline.
+Timeline timeline_from_json(const nlohmann::json& json, const std::string& source);
 
 }  // namespace hyperpipe::trace
