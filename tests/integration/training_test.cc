@@ -24,6 +24,7 @@
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/stage_module.h"
 #include "hyperpipe/runtime/text_corpus.h"
+#include "hyperpipe/trace/timeline_json.h"
 #include "test_files.h"
 
 namespace hyperpipe::runtime {
@@ -317,6 +318,41 @@ TEST(Training, LossGoesDownOnTheShippedCorpus) {
   // Bytes start near uniform (ln 256 = 5.55 nats); English text has far fewer.
   EXPECT_NEAR(losses.front(), std::log(256.0), 0.2);
   EXPECT_LT(losses.back(), losses.front() - 1.0);
+}
+
+TEST(Training, EmulatedDeviceTypesRunAtTheirSpeeds) {
+  // On the built-in cpu-emulated cluster the T4 stand-in runs at 0.2 of the host: its two
+  // blocks take about five times what the same two blocks (and the embedding) take on
+  // the A100 stand-in (speed 1).
+  const std::string dir = temp_path("emulated");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/model.yaml") << kTinyGpt;
+  std::ofstream(dir + "/plan.json") << R"({"format": "hyperpipe.plan/1", "model": "model.yaml",
+    "cluster": "cpu-emulated", "micro_batch_size": 4, "micro_batches": 6,
+    "stages": [{"layers": [0, 3], "devices": [0]}, {"layers": [3, 5], "devices": [4]},
+               {"layers": [5, 6], "devices": [2]}]})";
+  ASSERT_EQ(
+      run_command(kBinary + " launch --plan " + dir + "/plan.json --data " + kCorpus +
+                  " --steps 2 --timeline " + dir + "/timeline.json > " + dir + "/log.txt 2>&1"),
+      0)
+      << slurp(dir + "/log.txt");
+  std::ifstream in(dir + "/timeline.json");
+  const auto timeline = trace::timeline_from_json(nlohmann::json::parse(in), "timeline.json");
+  const auto median_forward = [&](int rank) {
+    std::vector<double> durations;
+    for (const auto& i : timeline.tracks[rank].compute) {
+      if (i.op == "F") durations.push_back(i.end - i.start);
+    }
+    std::sort(durations.begin(), durations.end());
+    return durations.at(durations.size() / 2);
+  };
+  // Wide bounds: the processes share two cores with whatever else runs, which moves each
+  // one's host time by up to about 2× (without the stretch the ratio is about 1).
+  const double ratio = median_forward(1) / median_forward(0);
+  EXPECT_GT(ratio, 2.0);
+  EXPECT_LT(ratio, 12.0);
+  EXPECT_TRUE(fs::exists(dir + "/timeline.predicted.json"));  // the simulator's, beside it
 }
 
 // Starts `hyperpipe train` as rank `rank` of `world` directly (the test is the launcher),

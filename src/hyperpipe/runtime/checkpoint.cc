@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "hyperpipe/common/crc32.h"
 #include "hyperpipe/common/error.h"
@@ -21,9 +22,12 @@ std::string step_directory(const std::string& dir, int64_t steps) {
   return (fs::path(dir) / fmt::format("step-{:08d}", steps)).string();
 }
 
-// The optimizer's key for a parameter (libtorch keys AdamW state by the tensor's impl).
+// The optimizer's key for a parameter: libtorch keys AdamW state by the address of the
+// tensor's impl, printed by an ostream (c10::guts::to_string in libtorch's optimizers).
 std::string state_key(const torch::Tensor& parameter) {
-  return c10::guts::to_string(parameter.unsafeGetTensorImpl());
+  std::ostringstream key;
+  key << parameter.unsafeGetTensorImpl();
+  return key.str();
 }
 
 // Writes one chunk: parameters under their names, AdamW state under name/exp_avg,

@@ -5,9 +5,11 @@
 #include <atomic>
 #include <map>
 #include <thread>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <type_traits>
 
 #ifdef HYPERPIPE_WITH_CUDA
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -24,6 +26,12 @@ constexpr std::chrono::milliseconds kWatchdogPoll{100};
 constexpr int kReportLinger = 5;
 constexpr const char* kFailureKey = "failure";
 constexpr const char* kFailureCount = "failures";
+
+// libtorch 1.13's process groups are c10d::ProcessGroup; from 2.0 the Gloo and NCCL ones
+// are c10d::Backend (under a ProcessGroup facade). Both have the same send, recv,
+// allreduce and barrier; hold them by whichever base this libtorch has.
+using Group = std::conditional_t<std::is_base_of_v<c10d::ProcessGroup, c10d::ProcessGroupGloo>,
+                                 c10d::ProcessGroup, c10d::Backend>;
 
 std::string join(const std::vector<int>& ranks) {
   return fmt::format("{}", fmt::join(ranks, ","));
@@ -229,8 +237,8 @@ class C10dCommunicator final : public Communicator {
     }
   }
 
-  c10::intrusive_ptr<c10d::ProcessGroup> make_group(const c10::intrusive_ptr<c10d::Store>& store,
-                                                    int rank, int size) const {
+  c10::intrusive_ptr<Group> make_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                       int size) const {
 #ifdef HYPERPIPE_WITH_CUDA
     if (device_.is_cuda()) {
       auto options = c10d::ProcessGroupNCCL::Options::create();
@@ -253,7 +261,7 @@ class C10dCommunicator final : public Communicator {
   }
 
   // The process group of `ranks`, created on first use by every member.
-  c10::intrusive_ptr<c10d::ProcessGroup> group(const std::vector<int>& ranks) {
+  c10::intrusive_ptr<Group> group(const std::vector<int>& ranks) {
     if (static_cast<int>(ranks.size()) == world_) return world_group_;
     auto& found = groups_[ranks];
     if (!found) {
@@ -280,8 +288,8 @@ class C10dCommunicator final : public Communicator {
   torch::Device device_;
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::ProcessGroup> world_group_;
-  std::map<std::vector<int>, c10::intrusive_ptr<c10d::ProcessGroup>> groups_;
+  c10::intrusive_ptr<Group> world_group_;
+  std::map<std::vector<int>, c10::intrusive_ptr<Group>> groups_;
 };
 
 }  // namespace
