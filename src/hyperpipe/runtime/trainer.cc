@@ -94,32 +94,40 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
   const bool wants_timeline = options.trace_path || options.svg_path || options.timeline_path;
   const double tokens = static_cast<double>(plan.global_batch() * seq);
   double total_seconds = 0;
+  const auto write_metrics = [&] {
+    if (!reporter || !options.metrics_path) return;
+    std::string lines;
+    for (const auto& m : metrics) lines += m.dump() + "\n";
+    write_file_atomically(*options.metrics_path, lines);
+  };
   for (int64_t step = summary.first_step; step < options.steps; ++step) {
     const StepResult result = executor.step(step);
     summary.losses.push_back(result.loss);
     total_seconds += result.seconds;
+    if (reporter) {
+      const int64_t done = step + 1 - summary.first_step;
+      const double mean = total_seconds / static_cast<double>(done);
+      out << fmt::format("step {:>{}}/{}  loss {:.4f}  {:.0f} tokens/s  {:.3f} s/step  ETA {}\n",
+                         step + 1, std::to_string(options.steps).size(), options.steps, result.loss,
+                         tokens / result.seconds, result.seconds,
+                         format_eta(mean * static_cast<double>(options.steps - step - 1)))
+          << std::flush;
+      metrics.push_back({{"step", step},
+                         {"loss", result.loss},
+                         {"grad_norm", result.grad_norm},
+                         {"seconds", result.seconds},
+                         {"tokens_per_s", tokens / result.seconds}});
+    }
     if (options.checkpoint_dir &&
         ((options.checkpoint_every > 0 && (step + 1) % options.checkpoint_every == 0) ||
          step + 1 == options.steps)) {
       save(step + 1);
+      write_metrics();  // the metrics so far survive with the checkpoint
     }
     if (step == trace_step && wants_timeline) {
       communicator.store_set(fmt::format("track/{}", rendezvous.rank),
                              trace::track_to_json(result.track).dump());
     }
-    if (!reporter) continue;
-    const int64_t done = step + 1 - summary.first_step;
-    const double mean = total_seconds / static_cast<double>(done);
-    out << fmt::format("step {:>{}}/{}  loss {:.4f}  {:.0f} tokens/s  {:.3f} s/step  ETA {}\n",
-                       step + 1, std::to_string(options.steps).size(), options.steps, result.loss,
-                       tokens / result.seconds, result.seconds,
-                       format_eta(mean * static_cast<double>(options.steps - step - 1)))
-        << std::flush;
-    metrics.push_back({{"step", step},
-                       {"loss", result.loss},
-                       {"grad_norm", result.grad_norm},
-                       {"seconds", result.seconds},
-                       {"tokens_per_s", tokens / result.seconds}});
   }
   summary.mean_step_seconds =
       total_seconds / static_cast<double>(std::max<int64_t>(1, options.steps - summary.first_step));
@@ -153,11 +161,7 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
     write(options.timeline_path,
           [](const trace::Timeline& t) { return trace::timeline_to_json(t).dump(); });
   }
-  if (reporter && options.metrics_path) {
-    std::string lines;
-    for (const auto& m : metrics) lines += m.dump() + "\n";
-    write_file_atomically(*options.metrics_path, lines);
-  }
+  write_metrics();
   // Done: a store that goes away now is the end of the run, not a failure.
   communicator.stop_watchdog();
   communicator.barrier();
