@@ -169,7 +169,7 @@ TEST(CostModel, ProfilesWinOverTheEstimate) {
   profiles.add(
       {{"gpt3-1.3b", model::LayerKind::decoder_block, "Round", model::DType::fp16, 1, 2048},
        2,
-       {0.020, 0.025, 0.015, std::nullopt}});
+       {0.020, 0.025, 0.015, std::nullopt, std::nullopt}});
   const CostModel costs(model, cluster, {}, &profiles);
   const auto group = first_devices_of_type(cluster, "Round", 1, 1);
   const ComputeTime block = costs.range_time(1, 2, group, 2, 2048, Recompute::full);

@@ -18,8 +18,8 @@ ProfileKey block_key(const std::string& device = "A100-40GB", int64_t tp = 1) {
 
 ProfileDb two_points() {
   ProfileDb db;
-  db.add({block_key(), 2, {0.010, 0.012, 0.008, 1000.0}});
-  db.add({block_key(), 8, {0.034, 0.042, 0.026, 4000.0}});
+  db.add({block_key(), 2, {0.010, 0.012, 0.008, 1000.0, std::nullopt}});
+  db.add({block_key(), 8, {0.034, 0.042, 0.026, 4000.0, std::nullopt}});
   return db;
 }
 
@@ -57,6 +57,48 @@ TEST(ProfileDb, KeyMustMatch) {
   ProfileKey head = block_key();
   head.layer = model::LayerKind::head;
   EXPECT_FALSE(db.find(head, 2));
+}
+
+TEST(ProfileDb, MergingReplacesTheSamePointAndKeepsTheRest) {
+  ProfileDb db = two_points();
+  ProfileKey other = block_key();
+  other.model = "another-model";
+  db.add({other, 2, {1.0, 1.0, 1.0, std::nullopt, 0.5}});
+  // The same key (device names compare loosely) and size: replaced in place.
+  ProfileKey same = block_key();
+  same.device = "a100 40gb";
+  db.add({same, 2, {0.020, 0.024, 0.016, std::nullopt, 0.003}});
+  ASSERT_EQ(db.entries().size(), 3u);
+  EXPECT_EQ(db.size(), 3u);
+  EXPECT_DOUBLE_EQ(db.find(block_key(), 2)->times.forward, 0.020);
+  EXPECT_DOUBLE_EQ(db.entries()[0].times.forward, 0.020);  // kept its place
+  EXPECT_DOUBLE_EQ(db.find(block_key(), 8)->times.forward, 0.034);
+  // The optimizer step is per layer, whatever the micro-batch; interpolation keeps it.
+  EXPECT_DOUBLE_EQ(*db.optimizer(block_key()), 0.003);
+  EXPECT_DOUBLE_EQ(*db.find(block_key(), 5)->times.optimizer, 0.003);
+  EXPECT_DOUBLE_EQ(*db.optimizer(other), 0.5);
+}
+
+TEST(ProfileDb, WritesWhatItReads) {
+  ProfileDb db = two_points();
+  db.set_host("test host");
+  ProfileKey head = block_key();
+  head.layer = model::LayerKind::head;
+  db.add({head, 4, {0.001, 0.002, 0.003, std::nullopt, 0.0005}});
+  const std::string path = write_temp_file("profiles.json", to_json(db).dump(2));
+  const ProfileDb again = ProfileDb::load(path);
+  EXPECT_EQ(again.host(), "test host");
+  ASSERT_EQ(again.entries().size(), db.entries().size());
+  for (size_t i = 0; i < db.entries().size(); ++i) {
+    const auto& a = again.entries()[i];
+    const auto& b = db.entries()[i];
+    EXPECT_EQ(a.key.layer, b.key.layer);
+    EXPECT_EQ(a.micro_batch, b.micro_batch);
+    EXPECT_NEAR(a.times.forward, b.times.forward, 1e-15);  // ms in the file, s inside
+    EXPECT_NEAR(a.times.backward_weight, b.times.backward_weight, 1e-15);
+    EXPECT_EQ(a.times.activation_bytes, b.times.activation_bytes);
+  }
+  EXPECT_DOUBLE_EQ(*again.optimizer(head), 0.0005);
 }
 
 TEST(ProfileDb, ReadsTheDocumentedFormat) {

@@ -19,6 +19,7 @@
 
 #include "hyperpipe/common/crc32.h"
 #include "hyperpipe/common/yaml_reader.h"
+#include "hyperpipe/cost/profile_db.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/runtime/checkpoint.h"
 #include "hyperpipe/runtime/optimizer.h"
@@ -353,6 +354,36 @@ TEST(Training, EmulatedDeviceTypesRunAtTheirSpeeds) {
   EXPECT_GT(ratio, 2.0);
   EXPECT_LT(ratio, 12.0);
   EXPECT_TRUE(fs::exists(dir + "/timeline.predicted.json"));  // the simulator's, beside it
+}
+
+TEST(Profile, DerivesTheEmulatedTypesFromTheHostAndMerges) {
+  const std::string dir = temp_path("profile");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/model.yaml") << kTinyGpt;
+  const std::string base =
+      kBinary + " profile --model " + dir + "/model.yaml --out " + dir + "/profiles.json";
+  ASSERT_EQ(run_command(base + " --cluster cpu-emulated --microbatch 1 > " + dir + "/log.txt"), 0)
+      << slurp(dir + "/log.txt");
+  ASSERT_EQ(run_command(base + " --as host --microbatch 2 > " + dir + "/log.txt"), 0)
+      << slurp(dir + "/log.txt");
+  const auto db = cost::ProfileDb::load(dir + "/profiles.json");
+  // Three kinds at size 1 for each of the three stand-ins, then three at size 2 for "host".
+  EXPECT_EQ(db.size(), 3u * 3u + 3u);
+  EXPECT_FALSE(db.host().empty());
+  const cost::ProfileKey a100{
+      "test-gpt", model::LayerKind::decoder_block, "A100-40GB", model::DType::fp16, 1, 16};
+  cost::ProfileKey t4 = a100;
+  t4.device = "T4";
+  cost::ProfileKey host = a100;
+  host.device = "host";
+  // T4 stands in at speed 0.2 of the host (A100 at 1): five times as long, exactly.
+  EXPECT_NEAR(db.find(t4, 1)->times.forward, 5 * db.find(a100, 1)->times.forward, 1e-12);
+  EXPECT_EQ(db.find(host, 2)->match, cost::ProfileMatch::exact);
+  EXPECT_EQ(db.find(a100, 1)->match, cost::ProfileMatch::exact);
+  // A cluster of real GPUs has no stand-ins to derive.
+  EXPECT_EQ(run_command(base + " --cluster a100x8 > " + dir + "/log.txt 2>&1"), 2);
+  EXPECT_NE(slurp(dir + "/log.txt").find("a type with a `speed`"), std::string::npos);
 }
 
 // Starts `hyperpipe train` as rank `rank` of `world` directly (the test is the launcher),

@@ -16,5 +16,6 @@ void add_plan_command(CLI::App& app, std::ostream& out);
 // Built only with the runtime (libtorch); main.cc registers them.
 void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err);
+void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& err);
 
 }  // namespace hyperpipe::cli

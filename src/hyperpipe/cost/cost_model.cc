@@ -208,6 +208,19 @@ double CostModel::gradient_allreduce_time(int first, int last, const DeviceGroup
 }
 
 double CostModel::optimizer_time(int first, int last, const DeviceGroup& group) const {
+  if (profiles_) {
+    // Measured per layer where every layer of the range has it.
+    double measured = 0;
+    bool complete = true;
+    const auto& config = model_.config();
+    for (int layer = first; layer < last && complete; ++layer) {
+      const auto step = profiles_->optimizer(
+          {config.name, model_.layers()[layer].kind(), group.gpu_type, config.dtype, group.tp, 0});
+      complete = step.has_value();
+      if (step) measured += *step;
+    }
+    if (complete) return measured;
+  }
   const double element_bytes = model::bytes_per_element(model_.config().dtype);
   const double bytes = range_params(first, last, group.tp) * adam_bytes_per_param(element_bytes);
   return bytes / memory_rate(cluster_.gpu_type(group.gpu_type));

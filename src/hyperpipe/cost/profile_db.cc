@@ -21,7 +21,8 @@ ProfiledTimes mix(const ProfiledTimes& low, const ProfiledTimes& high, double we
   const auto lerp = [weight](double a, double b) { return a + (b - a) * weight; };
   ProfiledTimes result{lerp(low.forward, high.forward),
                        lerp(low.backward_input, high.backward_input),
-                       lerp(low.backward_weight, high.backward_weight), std::nullopt};
+                       lerp(low.backward_weight, high.backward_weight), std::nullopt,
+                       low.optimizer ? low.optimizer : high.optimizer};
   if (low.activation_bytes && high.activation_bytes) {
     result.activation_bytes = lerp(*low.activation_bytes, *high.activation_bytes);
   }
@@ -29,8 +30,9 @@ ProfiledTimes mix(const ProfiledTimes& low, const ProfiledTimes& high, double we
 }
 
 ProfiledTimes scaled(const ProfiledTimes& times, double factor) {
+  // The optimizer step does not depend on the micro-batch: it stays.
   ProfiledTimes result{times.forward * factor, times.backward_input * factor,
-                       times.backward_weight * factor, std::nullopt};
+                       times.backward_weight * factor, std::nullopt, times.optimizer};
   if (times.activation_bytes) result.activation_bytes = *times.activation_bytes * factor;
   return result;
 }
@@ -47,9 +49,11 @@ ProfileDb ProfileDb::read(const YamlField& root) {
   const YamlField format = root.required("format");
   if (format.as_string() != kProfileFormat) format.fail(std::string("\"") + kProfileFormat + "\"");
   ProfileDb db;
+  if (auto host = root.optional("host")) db.set_host(host->as_string());
   for (const auto& entry : root.required("entries").items()) {
     entry.allow_only({"model", "layer", "device", "dtype", "tp", "seq_len", "micro_batch",
-                      "forward_ms", "backward_input_ms", "backward_weight_ms", "activation_bytes"});
+                      "forward_ms", "backward_input_ms", "backward_weight_ms", "optimizer_ms",
+                      "activation_bytes"});
     ProfileEntry parsed;
     parsed.key.model = entry.required("model").as_string();
     const size_t layer = entry.required("layer").as_choice({"embedding", "decoder_block", "head"});
@@ -65,6 +69,9 @@ ProfileDb ProfileDb::read(const YamlField& root) {
     parsed.times.forward = read_milliseconds(entry, "forward_ms");
     parsed.times.backward_input = read_milliseconds(entry, "backward_input_ms");
     parsed.times.backward_weight = read_milliseconds(entry, "backward_weight_ms");
+    if (entry.optional("optimizer_ms")) {
+      parsed.times.optimizer = read_milliseconds(entry, "optimizer_ms");
+    }
     if (auto bytes = entry.optional("activation_bytes")) {
       parsed.times.activation_bytes = bytes->as_positive_number();
     }
@@ -77,6 +84,50 @@ void ProfileDb::add(const ProfileEntry& entry) {
   ProfileKey key = entry.key;
   key.device = cluster::gpu_name_key(key.device);
   series_[key][entry.micro_batch] = entry.times;
+  for (auto& existing : entries_) {
+    ProfileKey existing_key = existing.key;
+    existing_key.device = cluster::gpu_name_key(existing_key.device);
+    if (!(existing_key < key) && !(key < existing_key) &&
+        existing.micro_batch == entry.micro_batch) {
+      existing = entry;
+      return;
+    }
+  }
+  entries_.push_back(entry);
+}
+
+std::optional<double> ProfileDb::optimizer(const ProfileKey& key) const {
+  for (const auto& entry : entries_) {
+    if (entry.key.model == key.model && entry.key.layer == key.layer &&
+        cluster::gpu_name_key(entry.key.device) == cluster::gpu_name_key(key.device) &&
+        entry.key.dtype == key.dtype && entry.key.tp == key.tp && entry.times.optimizer) {
+      return entry.times.optimizer;
+    }
+  }
+  return std::nullopt;
+}
+
+nlohmann::json to_json(const ProfileDb& db) {
+  nlohmann::json entries = nlohmann::json::array();
+  constexpr double kMilliseconds = 1e3;
+  for (const auto& e : db.entries()) {
+    nlohmann::json entry{{"model", e.key.model},
+                         {"layer", model::to_string(e.key.layer)},
+                         {"device", e.key.device},
+                         {"dtype", model::to_string(e.key.dtype)},
+                         {"tp", e.key.tp},
+                         {"seq_len", e.key.seq_len},
+                         {"micro_batch", e.micro_batch},
+                         {"forward_ms", e.times.forward * kMilliseconds},
+                         {"backward_input_ms", e.times.backward_input * kMilliseconds},
+                         {"backward_weight_ms", e.times.backward_weight * kMilliseconds}};
+    if (e.times.optimizer) entry["optimizer_ms"] = *e.times.optimizer * kMilliseconds;
+    if (e.times.activation_bytes) entry["activation_bytes"] = *e.times.activation_bytes;
+    entries.push_back(entry);
+  }
+  nlohmann::json doc{{"format", kProfileFormat}, {"entries", entries}};
+  if (!db.host().empty()) doc["host"] = db.host();
+  return doc;
 }
 
 size_t ProfileDb::size() const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -34,6 +35,7 @@ struct ProfiledTimes {
   double backward_input = 0;
   double backward_weight = 0;
   std::optional<double> activation_bytes;
+  std::optional<double> optimizer;  // seconds: AdamW's step over the layer's parameters
 };
 
 struct ProfileEntry {
@@ -58,18 +60,32 @@ class ProfileDb {
   static ProfileDb load(const std::string& path);
   static ProfileDb read(const YamlField& root);
 
+  // Adds an entry, replacing one with the same key and micro-batch size.
   void add(const ProfileEntry& entry);
   size_t size() const;
   bool empty() const { return series_.empty(); }
+  // Every entry, in the order first added (a replaced entry keeps its place).
+  const std::vector<ProfileEntry>& entries() const { return entries_; }
+  // Where the entries were measured (free text).
+  const std::string& host() const { return host_; }
+  void set_host(std::string host) { host_ = std::move(host); }
 
   // Times for `micro_batch`: the measured point, or linear interpolation between the two
   // measured sizes around it, or (outside the measured range) the nearest measured point
   // scaled in proportion to the micro-batch size, as compute-bound layers scale.
   std::optional<ProfileLookup> find(const ProfileKey& key, int64_t micro_batch) const;
+  // The optimizer step of a layer kind on a device, from any entry of that model, layer,
+  // device, dtype and tp that has one (it depends on none of the batch sizes).
+  std::optional<double> optimizer(const ProfileKey& key) const;
 
  private:
   // Per key: measured micro-batch sizes in increasing order.
   std::map<ProfileKey, std::map<int64_t, ProfiledTimes>> series_;
+  std::vector<ProfileEntry> entries_;
+  std::string host_;
 };
+
+// The database as the file format of docs/formats.md ("Profiles").
+nlohmann::json to_json(const ProfileDb& db);
 
 }  // namespace hyperpipe::cost

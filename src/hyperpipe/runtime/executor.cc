@@ -160,7 +160,7 @@ void Executor::wait_all(std::vector<std::unique_ptr<Pending>>& pending, const ch
 }
 
 template <typename Work>
-void Executor::timed(trace::Interval interval, const Work& work) {
+void Executor::timed(trace::Interval interval, const Work& work, bool stretch) {
   // CUDA kernels run asynchronously: the op ends when the device is done with it.
   const auto synchronize = [&] {
     if (options_.device.is_cuda()) torch::cuda::synchronize(options_.device.index());
@@ -170,7 +170,7 @@ void Executor::timed(trace::Interval interval, const Work& work) {
   work();
   synchronize();
   const double host = seconds_since(start);
-  if (options_.speed < 1.0) {
+  if (stretch && options_.speed < 1.0) {
     std::this_thread::sleep_for(std::chrono::duration<double>(host / options_.speed - host));
   }
   interval.start = std::chrono::duration<double>(start - start_).count();
@@ -321,10 +321,13 @@ StepResult Executor::step(int64_t step) {
   }
   wait_all(sends, "wait sends", -1);
 
-  timed({"allreduce", -1, -1, 0, 0, 0}, [&] {
-    reduce_gradients();
-    sum_tied_embedding();
-  });
+  timed(
+      {"allreduce", -1, -1, 0, 0, 0},
+      [&] {
+        reduce_gradients();
+        sum_tied_embedding();
+      },
+      /*stretch=*/false);
   // Global norm: each rank adds its share (÷ its dp, as every dp rank holds the same
   // sum) with the head's tied copy left out, and the loss of its samples.
   double squares = 0;

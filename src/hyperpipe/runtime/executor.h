@@ -69,9 +69,10 @@ class Executor {
   std::vector<torch::Tensor> parameters() const;
   void reduce_gradients();
   void sum_tied_embedding();
-  // Runs `work` and stretches it to host time ÷ speed; records it on the track.
+  // Runs `work` and records it on the track; compute (`stretch`) is stretched to host time
+  // ÷ speed, communication is not (a wait is as long as the peer makes it).
   template <typename Work>
-  void timed(trace::Interval interval, const Work& work);
+  void timed(trace::Interval interval, const Work& work, bool stretch = true);
 
   const model::Model& model_;
   const plan::Plan& plan_;

@@ -1,0 +1,147 @@
+// `hyperpipe profile`: what each layer kind of a model costs on this device, measured
+// with the runtime's modules, merged into a profile database the planner and the
+// simulator read (docs/formats.md, "Profiles").
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <set>
+
+#include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/table.h"
+#include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/common/error.h"
+#include "hyperpipe/common/output_file.h"
+#include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/runtime/profiler.h"
+
+namespace hyperpipe::cli {
+namespace {
+
+struct ProfileArgs {
+  std::string model = "gpt2";
+  std::string device = "cpu";
+  std::vector<int64_t> micro_batches{1, 2, 4};
+  int64_t seq_len = 0;
+  std::optional<std::string> as;
+  std::optional<std::string> cluster;
+  std::string out;
+  int threads = 1;
+};
+
+// The GPU types entries are written for, each with the factor that scales host times:
+// the cluster's stand-ins (1 / speed), or the one --as names (1).
+std::vector<std::pair<std::string, double>> targets(const ProfileArgs& args) {
+  std::vector<std::pair<std::string, double>> result;
+  if (args.cluster) {
+    const auto cluster = cluster::load_cluster(*args.cluster);
+    std::set<std::string> seen;
+    for (int d = 0; d < static_cast<int>(cluster.devices().size()); ++d) {
+      const auto& type = cluster.device_type(d);
+      if (!seen.insert(type.name).second || !type.speed) continue;
+      result.emplace_back(type.name, 1.0 / *type.speed);
+    }
+    if (result.empty()) {
+      throw InputError(*args.cluster, "gpu_types",
+                       "a type with a `speed` (a CPU stand-in); profile real GPUs on the GPU "
+                       "with --device cuda --as TYPE");
+    }
+  }
+  if (args.as) result.emplace_back(*args.as, 1.0);
+  if (result.empty()) result.emplace_back("host", 1.0);
+  return result;
+}
+
+void run_profile(const ProfileArgs& args, std::ostream& out) {
+  const model::Model model = model::load_model(args.model);
+  const auto types = targets(args);  // checked before measuring anything
+  cost::ProfileDb db;
+  if (std::filesystem::exists(args.out)) db = cost::ProfileDb::load(args.out);
+  torch::set_num_threads(args.threads);
+  runtime::ProfileSettings settings;
+  settings.micro_batches = args.micro_batches;
+  settings.seq_len = args.seq_len;
+  if (args.device == "cuda") {
+    if (!torch::cuda::is_available()) {
+      throw InputError("--device", args.device, "cpu: this libtorch or machine has no CUDA");
+    }
+    settings.device = torch::Device(torch::kCUDA, 0);
+  }
+  const std::string host = runtime::device_description(settings.device);
+  out << fmt::format("profiling {} on {} ({} thread{})\n", model.config().name, host, args.threads,
+                     args.threads == 1 ? "" : "s")
+      << std::flush;
+  settings.progress = [&](int done, int total, const std::string& what) {
+    constexpr int kBarWidth = 24;
+    const int filled = total > 0 ? done * kBarWidth / total : kBarWidth;
+    out << fmt::format("  [{}{}] {:>2}/{} {}\n", std::string(filled, '#'),
+                       std::string(kBarWidth - filled, '.'), done, total, what)
+        << std::flush;
+  };
+  const auto measured = runtime::profile_layers(model, settings, "host");
+
+  Table table({"Layer", ">Micro-batch", ">F", ">B", ">W", ">Optimizer"});
+  for (const auto& entry : measured) {
+    table.add_row({std::string(model::to_string(entry.key.layer)),
+                   std::to_string(entry.micro_batch),
+                   fmt::format("{:.3f} ms", entry.times.forward * 1e3),
+                   fmt::format("{:.3f} ms", entry.times.backward_input * 1e3),
+                   fmt::format("{:.3f} ms", entry.times.backward_weight * 1e3),
+                   fmt::format("{:.3f} ms", *entry.times.optimizer * 1e3)});
+  }
+  table.print(out, "  ");
+  for (const auto& [type, factor] : types) {
+    for (auto entry : measured) {
+      entry.key.device = type;
+      entry.times.forward *= factor;
+      entry.times.backward_input *= factor;
+      entry.times.backward_weight *= factor;
+      *entry.times.optimizer *= factor;
+      db.add(entry);
+    }
+  }
+  db.set_host(host);
+  write_file_atomically(args.out, cost::to_json(db).dump(2));
+  std::string written;
+  for (const auto& [type, factor] : types) {
+    written += fmt::format("{}{} (× {:.2f})", written.empty() ? "" : ", ", type, factor);
+  }
+  out << fmt::format("\n{} entries for {} written to {} ({} in all)\n", measured.size(), written,
+                     args.out, db.size());
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) {
+  auto args = std::make_shared<ProfileArgs>();
+  CLI::App* command = app.add_subcommand(
+      "profile", "Measure each layer kind of a model on this device into a profile database");
+  command->add_option("--model", args->model, "Catalogue name, model YAML or config.json")
+      ->default_val("gpt2");
+  command->add_option("--device", args->device, "cpu or cuda")
+      ->default_val("cpu")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  command->add_option("--microbatch", args->micro_batches, "Micro-batch sizes to measure")
+      ->delimiter(',')
+      ->default_str("1,2,4")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--seq", args->seq_len, "Sequence length (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--as", args->as, "GPU type name to file the measurements under");
+  command->add_option("--cluster", args->cluster,
+                      "Also file them under each of this cluster's CPU stand-in types, "
+                      "scaled by 1 / speed");
+  command->add_option("--out", args->out, "Profile database to write (merged if it exists)")
+      ->required();
+  command->add_option("--threads", args->threads, "Intra-op threads (as each training process)")
+      ->default_val(1)
+      ->check(CLI::PositiveNumber);
+  command->footer(
+      "Examples:\n"
+      "  hyperpipe profile --model examples/models/tiny-gpt.yaml --cluster cpu-emulated "
+      "--microbatch 1,2,4,8 --out profiles.json\n"
+      "  hyperpipe profile --model llama2-7b --device cuda --as A100-80GB --out profiles.json");
+  command->callback([args, &out] { run_profile(*args, out); });
+}
+
+}  // namespace hyperpipe::cli

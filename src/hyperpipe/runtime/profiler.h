@@ -1,0 +1,44 @@
+// Measures what each kind of layer costs on this device with the runtime's own modules:
+// one embedding, one block (all blocks are alike) and the head, per micro-batch size,
+// forward, backward for the input, backward for the weights and the optimizer step,
+// median of repeated runs after a warm-up. Cost does not grow with depth.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hyperpipe/cost/profile_db.h"
+#include "hyperpipe/model/model.h"
+
+namespace hyperpipe::runtime {
+
+// Runs before timing (allocator and caches warm) and timed runs per setting: the median
+// of this many is robust to a stray slow one on a shared machine.
+inline constexpr int kProfileWarmup = 3;
+inline constexpr int kProfileRepeats = 9;
+
+struct ProfileSettings {
+  std::vector<int64_t> micro_batches{1, 2, 4};
+  int64_t seq_len = 0;  // 0: the model's
+  torch::Device device = torch::kCPU;
+  int warmup = kProfileWarmup;
+  int repeats = kProfileRepeats;
+  // Called before each measurement: (done, total, what is measured next).
+  std::function<void(int, int, const std::string&)> progress;
+};
+
+// One entry per layer kind and micro-batch size, keyed to the model (and its dtype, which
+// the cost model looks profiles up by; the runtime computes in fp32) and to
+// `device_name` (the GPU type the planner will look up), with tp 1.
+std::vector<cost::ProfileEntry> profile_layers(const model::Model& model,
+                                               const ProfileSettings& settings,
+                                               const std::string& device_name);
+
+// What this process runs on: the CPU's model name, or the CUDA device's name.
+std::string device_description(const torch::Device& device);
+
+}  // namespace hyperpipe::runtime

@@ -1,0 +1,67 @@
+#include "hyperpipe/runtime/profiler.h"
+
+#include <gtest/gtest.h>
+
+#include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/common/yaml_reader.h"
+#include "hyperpipe/cost/cost_model.h"
+#include "hyperpipe/model/model_loader.h"
+
+namespace hyperpipe::runtime {
+namespace {
+
+TEST(Profiler, OneEntryPerLayerKindAndMicroBatchThatTheCostModelUses) {
+  const model::Model model(model::read_model_yaml(YamlField::load_string(
+      "name: profiled\nflavour: gpt\nhidden: 32\nlayers: 3\nheads: 2\nvocab: 256\nseq_len: 16\n"
+      "dtype: fp32\n",
+      "m")));
+  ProfileSettings settings;
+  settings.micro_batches = {1, 2};
+  settings.warmup = 1;
+  settings.repeats = 3;
+  int calls = 0;
+  settings.progress = [&](int done, int total, const std::string&) {
+    EXPECT_EQ(done, calls++);
+    EXPECT_EQ(total, 6);
+  };
+  const auto entries = profile_layers(model, settings, "A100-80GB");
+  EXPECT_EQ(calls, 7);  // before each of the six, and once when done
+  ASSERT_EQ(entries.size(), 6u);
+  for (const auto& e : entries) {
+    EXPECT_EQ(e.key.model, "profiled");
+    EXPECT_EQ(e.key.device, "A100-80GB");
+    EXPECT_EQ(e.key.dtype, model::DType::fp32);
+    EXPECT_EQ(e.key.tp, 1);
+    EXPECT_EQ(e.key.seq_len, 16);
+    EXPECT_GT(e.times.forward, 0);
+    EXPECT_GT(e.times.backward_weight, 0);
+    ASSERT_TRUE(e.times.optimizer.has_value());
+    EXPECT_GT(*e.times.optimizer, 0);
+    // Token ids have no gradient: the embedding's B is nothing.
+    if (e.key.layer == model::LayerKind::embedding) {
+      EXPECT_EQ(e.times.backward_input, 0);
+    } else {
+      EXPECT_GT(e.times.backward_input, 0);
+    }
+  }
+  EXPECT_EQ(entries[0].micro_batch, 1);
+  EXPECT_EQ(entries[3].micro_batch, 2);
+
+  cost::ProfileDb db;
+  for (const auto& e : entries) db.add(e);
+  const auto cluster = cluster::load_cluster("a100x8");
+  const cost::CostModel costs(model, cluster, {}, &db);
+  const auto group = cost::make_device_group(cluster, {0}, 1, 1);
+  const auto time = costs.range_time(0, model.num_layers(), group, 2, 16, model::Recompute::none);
+  EXPECT_EQ(time.source(), "profile");
+  // The blocks share one measurement: the range is embedding + 3 × block + head.
+  EXPECT_NEAR(time.forward,
+              entries[3].times.forward + 3 * entries[4].times.forward + entries[5].times.forward,
+              1e-12);
+  double optimizer =
+      *entries[0].times.optimizer + 3 * *entries[1].times.optimizer + *entries[2].times.optimizer;
+  EXPECT_NEAR(costs.optimizer_time(0, model.num_layers(), group), optimizer, 1e-12);
+}
+
+}  // namespace
+}  // namespace hyperpipe::runtime
