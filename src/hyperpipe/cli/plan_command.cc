@@ -37,6 +37,7 @@ struct PlanArgs {
   std::optional<std::string> baseline;
   std::optional<std::string> out;
   int max_stages = 32;
+  int max_tp = 0;  // 0: as wide as a node allows
   bool explain = false;
   OutputFormat format = OutputFormat::table;
 };
@@ -197,6 +198,7 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
   request.batch = {
       reference(args.model), reference(args.cluster), args.global_batch, args.seq_len, {}};
   request.max_stages = args.max_stages;
+  if (args.max_tp > 0) request.max_tp = args.max_tp;
   request.every_order = args.explain;
   if (args.micro_batch) {
     if (args.global_batch % *args.micro_batch != 0) {
@@ -300,6 +302,10 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
       ->add_option("--micro-batch", args->micro_batch,
                    "Fix the micro-batch size (default: search powers of two)")
       ->check(positive_integer());
+  command->add_option("--max-tp", args->max_tp,
+                      "Widest tensor parallelism to consider (1 for plans to train with "
+                      "hyperpipe train, which has no tensor parallelism yet)")
+      ->check(CLI::PositiveNumber);
   command->add_option("--max-stages", args->max_stages, "Most pipeline stages to consider")
       ->check(positive_integer())
       ->default_str("32");

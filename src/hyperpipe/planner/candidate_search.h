@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <limits>
 #include <vector>
 
 #include "hyperpipe/cost/cost_model.h"
@@ -30,6 +31,7 @@ struct CandidateOptions {
   int64_t seq_len = 0;  // 0: the model's
   std::vector<int64_t> micro_batch_sizes;
   int max_stages = 32;
+  int max_tp = std::numeric_limits<int>::max();  // tensor parallelism at most this
   int keep = 3;              // exact best pipelines wanted over all sizes
   bool every_order = false;  // every class order's best, no pruning across orders
 };

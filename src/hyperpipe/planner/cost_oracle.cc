@@ -23,13 +23,13 @@ cluster::Link class_link(const cluster::Cluster& cluster, const DeviceClass& fro
 }  // namespace
 
 CostOracle::CostOracle(const cost::CostModel& costs, const std::vector<DeviceClass>& classes,
-                       int64_t micro_batch, int64_t seq_len)
+                       int64_t micro_batch, int64_t seq_len, int max_tp)
     : layers_(costs.model().num_layers()), classes_(classes) {
   const auto& cluster = costs.cluster();
   const auto heads = costs.model().config().heads;
   for (size_t c = 0; c < classes_.size(); ++c) {
     const DeviceClass& cls = classes_[c];
-    shapes_.push_back(class_shapes(cls, heads, micro_batch));
+    shapes_.push_back(class_shapes(cls, heads, micro_batch, max_tp));
     std::vector<Table> tables;
     for (const Shape& shape : shapes_.back()) {
       Table table;

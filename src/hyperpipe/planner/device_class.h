@@ -1,6 +1,7 @@
 // Devices the planner treats as interchangeable: one GPU type inside one island.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,9 @@ inline constexpr int kSubNodeGroupsUpToNodes = 4;
 // tensor-parallel groups never straddle nodes) or any number of whole nodes — in classes of
 // more than kSubNodeGroupsUpToNodes nodes, only 1, 2, 4, … whole nodes; tp a power of two
 // within a node that divides the attention heads; at most `max_dp` data-parallel ranks
-// (each needs at least one sequence of the micro-batch).
-std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t heads, int64_t max_dp);
+// (each needs at least one sequence of the micro-batch); tp at most `max_tp`.
+std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t heads, int64_t max_dp,
+                                int max_tp = std::numeric_limits<int>::max());
 
 // Device ids for each stage (in pipeline order) of one class: groups are handed out
 // largest first, in pieces of at most a node, each piece inside one node (first fit), so

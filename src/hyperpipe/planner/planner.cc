@@ -34,6 +34,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   options.seq_len = request.batch.seq_len;
   options.micro_batch_sizes = request.batch.micro_batch_sizes;
   options.max_stages = request.max_stages;
+  options.max_tp = request.max_tp;
   options.keep = kRescoredCandidates;
   options.every_order = request.every_order;
   CandidateSearch search = search_candidates(costs, classes, options);
@@ -72,7 +73,8 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   // 3. Pipelines of different composition side by side, each with its share of the batch.
   if (request.replicas) {
     const auto start = std::chrono::steady_clock::now();
-    for (auto& scored : search_replicas(costs, classes, {request.batch, request.max_stages})) {
+    for (auto& scored :
+         search_replicas(costs, classes, {request.batch, request.max_stages, request.max_tp})) {
       result.per_order.push_back(scored);
       searched.push_back(std::move(scored));
     }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <limits>
 #include <vector>
 
 #include "hyperpipe/planner/baselines.h"
@@ -20,6 +21,8 @@ inline constexpr int kRescoredCandidates = 3;
 struct PlanRequest {
   BatchSettings batch;
   int max_stages = 32;
+  // Tensor parallelism at most this (1 for plans the runtime is to run: it has no tp yet).
+  int max_tp = std::numeric_limits<int>::max();
   // Search every stage order to its best (for --explain) instead of pruning orders that
   // cannot win.
   bool every_order = false;

@@ -77,6 +77,7 @@ class GroupSearch {
     candidate_options.seq_len = options_.batch.seq_len;
     candidate_options.micro_batch_sizes = micro_batch_candidates(share, kMaxMicroBatch);
     candidate_options.max_stages = options_.max_stages;
+    candidate_options.max_tp = options_.max_tp;
     candidate_options.keep = 1;
     const CandidateSearch search = search_candidates(costs_, classes_, candidate_options);
     for (const auto& candidate : search.candidates) {

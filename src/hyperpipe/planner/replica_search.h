@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "hyperpipe/cost/cost_model.h"
@@ -46,6 +47,7 @@ int64_t share_granule(int64_t global_batch, int pipelines);
 struct ReplicaOptions {
   BatchSettings batch;  // micro_batch_sizes is ignored: each share has its own
   int max_stages = 32;
+  int max_tp = std::numeric_limits<int>::max();
 };
 
 // The best plan of several pipelines for each split that has one, scored by the
