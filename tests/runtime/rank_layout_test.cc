@@ -69,13 +69,27 @@ TEST(RankLayout, OneProcessPerDeviceGroupByGroup) {
   EXPECT_EQ(layout.group_ranks(2), (std::vector<int>{3, 4, 5}));
 }
 
-TEST(RankLayout, RefusesWhatTheRuntimeDoesNotRunYet) {
+TEST(RankLayout, PipelinesSideBySideFollowThePlansOwn) {
+  plan::Plan plan;
+  plan.stages = {{0, 7, {0}, 1, 1, model::Recompute::none},
+                 {7, 14, {1, 2}, 2, 1, model::Recompute::none}};
+  plan::Pipeline replica;
+  replica.stages = {{0, 14, {5, 6}, 2, 1, model::Recompute::none}};
+  plan.replicas.push_back(replica);
+  const RankLayout layout(plan, "p.json");
+  EXPECT_EQ(layout.world_size(), 5);
+  EXPECT_EQ(layout.pipelines(), 2);
+  EXPECT_EQ(layout.groups(1), 1);
+  EXPECT_EQ(layout.role(3).pipeline, 1);
+  EXPECT_EQ(layout.role(3).device, 5);
+  EXPECT_EQ(layout.rank_of(1, 0, 1), 4);
+  EXPECT_EQ(layout.group_ranks(0, 1), (std::vector<int>{1, 2}));
+}
+
+TEST(RankLayout, RefusesTensorParallelism) {
   plan::Plan plan;
   plan.stages = {{0, 14, {0, 1}, 1, 2, model::Recompute::none}};
   EXPECT_THROW(RankLayout(plan, "tp.json"), InputError);
-  plan.stages = {{0, 14, {0}, 1, 1, model::Recompute::none}};
-  plan.replicas.push_back(plan);
-  EXPECT_THROW(RankLayout(plan, "replicas.json"), InputError);
 }
 
 }  // namespace

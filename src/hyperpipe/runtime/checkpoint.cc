@@ -64,7 +64,7 @@ void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor&
   const std::string where = step_directory(dir, steps_done);
   const auto& role = executor.role();
   nlohmann::json files = nlohmann::json::array();
-  if (role.dp_index == 0) {
+  if (role.dp_index == 0 && role.pipeline == 0) {  // the plan's own pipeline holds every layer
     fs::create_directories(where);
     auto& adamw = const_cast<Executor&>(executor).optimizer();
     for (const auto& chunk : executor.chunks()) {

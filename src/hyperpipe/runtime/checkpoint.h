@@ -24,8 +24,9 @@ struct CheckpointInfo {
   nlohmann::json manifest;
 };
 
-// Collective: the first data-parallel rank of each device group writes its chunks, then
-// rank 0 the manifest (with the plan document), in `dir`/step-NNNNNNNN.
+// Collective: the first data-parallel rank of each device group of the plan's own
+// pipeline writes its chunks, then rank 0 the manifest (with the plan document), in
+// `dir`/step-NNNNNNNN.
 void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor& executor,
                      Communicator& communicator, const RankLayout& layout,
                      const nlohmann::json& plan, const std::string& model_name);

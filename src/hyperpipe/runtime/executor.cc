@@ -47,32 +47,35 @@ Executor::Executor(const model::Model& model, const plan::Plan& plan, const Rank
       data_(data),
       options_(options),
       role_(layout.role(communicator.rank())),
-      groups_(plan.ranks()),
-      stages_(static_cast<int>(plan.stages.size())),
+      pipeline_(plan.pipeline(role_.pipeline)),
+      groups_(pipeline_.ranks()),
+      stages_(static_cast<int>(pipeline_.stages.size())),
       tokens_per_step_(plan.global_batch() * data.seq_len()),
-      mine_(shard(plan.micro_batch_size, role_.dp, role_.dp_index)) {
+      mine_(shard(pipeline_.micro_batch_size, role_.dp, role_.dp_index)) {
+  for (int p = 0; p < role_.pipeline; ++p) first_sample_ += plan.pipeline(p).samples();
+  const auto& pipeline = pipeline_;
   schedule_ = schedule::insert_communication(schedule::make_schedule(
-      plan.schedule, groups_, plan.micro_batches, plan.chunks, plan.warmup));
+      pipeline.schedule, groups_, pipeline.micro_batches, pipeline.chunks, pipeline.warmup));
   std::vector<torch::Tensor> parameters;
-  for (int c = 0; c < plan.chunks; ++c) {
-    const auto& stage = plan.stages[stage_of(c)];
+  for (int c = 0; c < pipeline.chunks; ++c) {
+    const auto& stage = pipeline.stages[stage_of(c)];
     chunks_.push_back(
         std::make_shared<StageModule>(model, stage.first_layer, stage.end_layer, options.seed));
     chunks_.back()->to(options.device);
     for (const auto& p : chunks_.back()->parameters()) parameters.push_back(p);
   }
   optimizer_ = make_optimizer(parameters, options.optimizer);
-  slots_.resize(static_cast<size_t>(plan.chunks) * plan.micro_batches);
+  slots_.resize(static_cast<size_t>(pipeline.chunks) * pipeline.micro_batches);
 }
 
 Executor::~Executor() = default;
 
 Executor::Slot& Executor::slot(int chunk, int micro_batch) {
-  return slots_[static_cast<size_t>(chunk) * plan_.micro_batches + micro_batch];
+  return slots_[static_cast<size_t>(chunk) * pipeline_.micro_batches + micro_batch];
 }
 
 int Executor::tag(int stage, int direction, int micro_batch) const {
-  return (stage * 2 + direction) * plan_.micro_batches + micro_batch;
+  return (stage * 2 + direction) * pipeline_.micro_batches + micro_batch;
 }
 
 torch::Tensor Executor::batch_tokens(int64_t step, int micro_batch, bool targets) const {
@@ -80,8 +83,8 @@ torch::Tensor Executor::batch_tokens(int64_t step, int micro_batch, bool targets
   std::vector<int64_t> tokens;
   tokens.reserve(static_cast<size_t>(mine_.size() * seq));
   for (int64_t s = mine_.begin; s < mine_.end; ++s) {
-    const auto sample = data_.sample(
-        sample_index(step, plan_.global_batch(), micro_batch * plan_.micro_batch_size + s));
+    const auto sample = data_.sample(sample_index(
+        step, plan_.global_batch(), first_sample_ + micro_batch * pipeline_.micro_batch_size + s));
     tokens.insert(tokens.end(), sample.begin() + (targets ? 1 : 0),
                   sample.begin() + (targets ? 1 : 0) + seq);
   }
@@ -98,12 +101,11 @@ void Executor::post_receive(const Op& op) {
     s.forward_posted = true;
     const int previous = stage - 1;
     s.input = torch::empty(shape, options);
-    for (const auto& slice : reshard(plan_.micro_batch_size, dp_of(previous), role_.dp)) {
+    for (const auto& slice : reshard(pipeline_.micro_batch_size, dp_of(previous), role_.dp)) {
       if (slice.to_index != role_.dp_index) continue;
       s.forward_receives.push_back(communicator_.recv(
           s.input.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()),
-          layout_.rank_of(group_of(previous), slice.from_index),
-          tag(stage, kForward, op.micro_batch),
+          rank_of(group_of(previous), slice.from_index), tag(stage, kForward, op.micro_batch),
           fmt::format("the activation of micro-batch {} for stage {}", op.micro_batch, stage)));
     }
   } else {
@@ -111,11 +113,11 @@ void Executor::post_receive(const Op& op) {
     s.backward_posted = true;
     const int next = stage + 1;
     s.from_next = torch::empty(shape, options);
-    for (const auto& slice : reshard(plan_.micro_batch_size, role_.dp, dp_of(next))) {
+    for (const auto& slice : reshard(pipeline_.micro_batch_size, role_.dp, dp_of(next))) {
       if (slice.from_index != role_.dp_index) continue;
       s.backward_receives.push_back(communicator_.recv(
           s.from_next.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()),
-          layout_.rank_of(group_of(next), slice.to_index), tag(stage, kBackward, op.micro_batch),
+          rank_of(group_of(next), slice.to_index), tag(stage, kBackward, op.micro_batch),
           fmt::format("the gradient of micro-batch {} for stage {}", op.micro_batch, stage)));
     }
   }
@@ -127,22 +129,21 @@ void Executor::send(const Op& op, std::vector<std::unique_ptr<Pending>>& sends) 
   if (op.kind == OpKind::send_forward) {
     const int next = stage + 1;
     const auto output = s.output.detach();
-    for (const auto& slice : reshard(plan_.micro_batch_size, role_.dp, dp_of(next))) {
+    for (const auto& slice : reshard(pipeline_.micro_batch_size, role_.dp, dp_of(next))) {
       if (slice.from_index != role_.dp_index) continue;
       sends.push_back(communicator_.send(
           output.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()).contiguous(),
-          layout_.rank_of(group_of(next), slice.to_index), tag(next, kForward, op.micro_batch),
+          rank_of(group_of(next), slice.to_index), tag(next, kForward, op.micro_batch),
           fmt::format("the activation of micro-batch {} for stage {}", op.micro_batch, next)));
     }
   } else {
     const int previous = stage - 1;
-    for (const auto& slice : reshard(plan_.micro_batch_size, dp_of(previous), role_.dp)) {
+    for (const auto& slice : reshard(pipeline_.micro_batch_size, dp_of(previous), role_.dp)) {
       if (slice.to_index != role_.dp_index) continue;
       sends.push_back(communicator_.send(
           s.input_grad.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size())
               .contiguous(),
-          layout_.rank_of(group_of(previous), slice.from_index),
-          tag(previous, kBackward, op.micro_batch),
+          rank_of(group_of(previous), slice.from_index), tag(previous, kBackward, op.micro_batch),
           fmt::format("the gradient of micro-batch {} for stage {}", op.micro_batch, previous)));
     }
     s.input_grad = torch::Tensor();
@@ -254,7 +255,7 @@ void Executor::reduce_gradients() {
   std::vector<torch::Tensor> flat;
   for (const auto& p : params) flat.push_back(p.grad().reshape({-1}));
   std::vector<torch::Tensor> buffer{torch::cat(flat)};
-  communicator_.all_reduce_sum(buffer, layout_.group_ranks(role_.group));
+  communicator_.all_reduce_sum(buffer, layout_.group_ranks(role_.pipeline, role_.group));
   int64_t offset = 0;
   for (auto& p : params) {
     const int64_t n = p.numel();
@@ -284,13 +285,56 @@ void Executor::sum_tied_embedding() {
   if (!embedding.defined() && !head.defined()) return;
   // Every rank of both groups holds the sum of its group already: each adds its copy's
   // gradient ÷ its group's dp, so the total is embedding + head once.
-  auto ranks = layout_.group_ranks(embedding_group);
-  for (int r : layout_.group_ranks(head_group)) ranks.push_back(r);
+  auto ranks = layout_.group_ranks(role_.pipeline, embedding_group);
+  for (int r : layout_.group_ranks(role_.pipeline, head_group)) ranks.push_back(r);
   std::sort(ranks.begin(), ranks.end());
   auto& mine = embedding.defined() ? embedding : head;
   std::vector<torch::Tensor> buffer{mine.grad() / static_cast<double>(role_.dp)};
   communicator_.all_reduce_sum(buffer, ranks);
   mine.mutable_grad().copy_(buffer[0]);
+}
+
+void Executor::sum_across_pipelines() {
+  const int pipelines = plan_.pipeline_count();
+  if (pipelines == 1) return;
+  // Per run of layers that the same stages hold in every pipeline, in increasing layer
+  // order (so processes sharing runs meet them in the same order): every rank of those
+  // stages adds its gradient ÷ its group's dp, which sums each layer once per pipeline.
+  for (const auto& chunk : chunks_) {
+    auto named = chunk->named_parameters();
+    for (int first = chunk->first_layer(); first < chunk->end_layer();) {
+      int end = chunk->end_layer();
+      std::vector<int> ranks;
+      for (int p = 0; p < pipelines; ++p) {
+        const auto& other = plan_.pipeline(p);
+        for (int s = 0; s < static_cast<int>(other.stages.size()); ++s) {
+          const auto& stage = other.stages[s];
+          if (stage.first_layer <= first && first < stage.end_layer) {
+            end = std::min(end, stage.end_layer);
+            for (int r : layout_.group_ranks(p, s % other.ranks())) ranks.push_back(r);
+          }
+        }
+      }
+      std::sort(ranks.begin(), ranks.end());
+      std::vector<torch::Tensor> grads;
+      std::vector<torch::Tensor> flat;
+      for (const auto& item : named) {
+        const auto dot = item.key().find('.');
+        const int layer = std::stoi(item.key().substr(5, dot - 5));  // "layer7.qkv"
+        if (layer < first || layer >= end) continue;
+        grads.push_back(item.value().grad());
+        flat.push_back(item.value().grad().reshape({-1}) / static_cast<double>(role_.dp));
+      }
+      std::vector<torch::Tensor> buffer{torch::cat(flat)};
+      communicator_.all_reduce_sum(buffer, ranks);
+      int64_t offset = 0;
+      for (auto& grad : grads) {
+        grad.copy_(buffer[0].narrow(0, offset, grad.numel()).view_as(grad));
+        offset += grad.numel();
+      }
+      first = end;
+    }
+  }
 }
 
 StepResult Executor::step(int64_t step) {
@@ -325,11 +369,13 @@ StepResult Executor::step(int64_t step) {
       {"allreduce", -1, -1, 0, 0, 0},
       [&] {
         reduce_gradients();
+        sum_across_pipelines();
         sum_tied_embedding();
       },
       /*stretch=*/false);
-  // Global norm: each rank adds its share (÷ its dp, as every dp rank holds the same
-  // sum) with the head's tied copy left out, and the loss of its samples.
+  // Global norm: each rank adds its share (÷ its dp and the pipelines, as every dp rank of
+  // every pipeline holds the same sums) with the head's tied copy left out, and the loss
+  // of its samples.
   double squares = 0;
   for (const auto& chunk : chunks_) {
     const auto tied = chunk->tied_head_tokens();
@@ -339,7 +385,8 @@ StepResult Executor::step(int64_t step) {
     }
   }
   std::vector<torch::Tensor> totals{
-      torch::tensor({squares / role_.dp, loss_sum_}, torch::kDouble).to(options_.device)};
+      torch::tensor({squares / role_.dp / plan_.pipeline_count(), loss_sum_}, torch::kDouble)
+          .to(options_.device)};
   communicator_.all_reduce_sum(totals, [&] {
     std::vector<int> all(communicator_.world_size());
     std::iota(all.begin(), all.end(), 0);

@@ -2,8 +2,8 @@
 // the schedule part (the same lists the simulator runs) with real tensors: forward,
 // backward (input and weight apart, or together), and the sends and receives between
 // stages, re-sharding micro-batches where neighbouring groups have different dp. Then the
-// gradient sum inside the group, the tied embedding's sum, clipping by the global norm
-// and AdamW.
+// gradient sum inside the group, across the plan's pipelines where it has several, the
+// tied embedding's sum, clipping by the global norm and AdamW.
 #pragma once
 
 #include <torch/torch.h>
@@ -57,7 +57,10 @@ class Executor {
   struct Slot;
   Slot& slot(int chunk, int micro_batch);
   int stage_of(int chunk) const { return chunk * groups_ + role_.group; }
-  int dp_of(int stage) const { return plan_.stages[stage].dp; }
+  int dp_of(int stage) const { return pipeline_.stages[stage].dp; }
+  int rank_of(int group, int dp_index) const {
+    return layout_.rank_of(role_.pipeline, group, dp_index);
+  }
   int group_of(int stage) const { return stage % groups_; }
   int tag(int stage, int direction, int micro_batch) const;
 
@@ -69,6 +72,7 @@ class Executor {
   std::vector<torch::Tensor> parameters() const;
   void reduce_gradients();
   void sum_tied_embedding();
+  void sum_across_pipelines();
   // Runs `work` and records it on the track; compute (`stretch`) is stretched to host time
   // ÷ speed, communication is not (a wait is as long as the peer makes it).
   template <typename Work>
@@ -81,10 +85,12 @@ class Executor {
   const TextCorpus& data_;
   ExecutorOptions options_;
   ProcessRole role_;
+  const plan::Pipeline& pipeline_;  // the one this process is part of
   int groups_ = 1;
   int stages_ = 1;
   int64_t tokens_per_step_ = 1;
-  SampleRange mine_;  // this process's samples of every micro-batch
+  int64_t first_sample_ = 0;  // this pipeline's share starts here in the global batch
+  SampleRange mine_;          // this process's samples of every micro-batch
   schedule::Schedule schedule_;
   std::vector<std::shared_ptr<StageModule>> chunks_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;

@@ -30,26 +30,28 @@ std::vector<Slice> reshard(int64_t micro_batch, int from_dp, int to_dp) {
 }
 
 RankLayout::RankLayout(const plan::Plan& plan, const std::string& source) {
-  if (!plan.replicas.empty()) {
-    throw InputError(source, "replicas",
-                     "one pipeline: the runtime does not run pipelines side by side yet");
-  }
-  for (int group = 0; group < plan.ranks(); ++group) {
-    const plan::StagePlan& stage = plan.stages[group];
-    if (stage.tp != 1) {
-      throw InputError(source, fmt::format("stages[{}].tp", group),
-                       "1: the runtime does not run tensor parallelism yet");
-    }
-    first_rank_.push_back(static_cast<int>(roles_.size()));
-    for (int i = 0; i < stage.dp; ++i) {
-      roles_.push_back(
-          {static_cast<int>(roles_.size()), group, i, stage.dp, stage.devices[i * stage.tp]});
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    const plan::Pipeline& pipeline = plan.pipeline(p);
+    first_rank_.emplace_back();
+    for (int group = 0; group < pipeline.ranks(); ++group) {
+      const plan::StagePlan& stage = pipeline.stages[group];
+      if (stage.tp != 1) {
+        throw InputError(source,
+                         fmt::format("{}stages[{}].tp",
+                                     p == 0 ? "" : fmt::format("replicas[{}].", p - 1), group),
+                         "1: the runtime does not run tensor parallelism yet");
+      }
+      first_rank_.back().push_back(static_cast<int>(roles_.size()));
+      for (int i = 0; i < stage.dp; ++i) {
+        roles_.push_back(
+            {static_cast<int>(roles_.size()), p, group, i, stage.dp, stage.devices[i * stage.tp]});
+      }
     }
   }
 }
 
-std::vector<int> RankLayout::group_ranks(int group) const {
-  const int first = first_rank_.at(group);
+std::vector<int> RankLayout::group_ranks(int pipeline, int group) const {
+  const int first = first_rank_.at(pipeline).at(group);
   const int dp = roles_.at(first).dp;
   std::vector<int> ranks(dp);
   for (int i = 0; i < dp; ++i) ranks[i] = first + i;

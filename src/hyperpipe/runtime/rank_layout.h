@@ -12,6 +12,7 @@ namespace hyperpipe::runtime {
 
 struct ProcessRole {
   int rank = 0;
+  int pipeline = 0;  // 0: the plan's own; p: its replicas[p - 1]
   int group = 0;     // pipeline rank: the device group, holding stages group + k·groups
   int dp_index = 0;  // within the group's data-parallel ranks
   int dp = 1;
@@ -40,22 +41,29 @@ struct Slice {
 };
 std::vector<Slice> reshard(int64_t micro_batch, int from_dp, int to_dp);
 
+// Ranks go pipeline by pipeline (the plan's own first), device group by device group in
+// pipeline order, data-parallel rank by data-parallel rank.
 class RankLayout {
  public:
   // Throws InputError naming `source` (the plan file) for what the runtime does not run
-  // yet: tensor parallelism, several pipelines.
+  // yet: tensor parallelism.
   RankLayout(const plan::Plan& plan, const std::string& source);
 
   int world_size() const { return static_cast<int>(roles_.size()); }
-  int groups() const { return static_cast<int>(first_rank_.size()); }
+  int pipelines() const { return static_cast<int>(first_rank_.size()); }
+  int groups(int pipeline = 0) const { return static_cast<int>(first_rank_.at(pipeline).size()); }
   const ProcessRole& role(int rank) const { return roles_.at(rank); }
-  int rank_of(int group, int dp_index) const { return first_rank_.at(group) + dp_index; }
+  int rank_of(int group, int dp_index) const { return rank_of(0, group, dp_index); }
+  int rank_of(int pipeline, int group, int dp_index) const {
+    return first_rank_.at(pipeline).at(group) + dp_index;
+  }
   // The data-parallel ranks of one device group.
-  std::vector<int> group_ranks(int group) const;
+  std::vector<int> group_ranks(int group) const { return group_ranks(0, group); }
+  std::vector<int> group_ranks(int pipeline, int group) const;
 
  private:
   std::vector<ProcessRole> roles_;
-  std::vector<int> first_rank_;
+  std::vector<std::vector<int>> first_rank_;  // [pipeline][group]
 };
 
 }  // namespace hyperpipe::runtime
