@@ -367,6 +367,12 @@ TEST(Training, EmulatedDeviceTypesRunAtTheirSpeeds) {
   EXPECT_GT(ratio, 2.0);
   EXPECT_LT(ratio, 12.0);
   EXPECT_TRUE(fs::exists(dir + "/timeline.predicted.json"));  // the simulator's, beside it
+  // And the run checks the cost model: predicted against measured, printed and written.
+  EXPECT_NE(slurp(dir + "/log.txt").find("predicted "), std::string::npos);
+  const auto prediction = nlohmann::json::parse(slurp(dir + "/metrics.jsonl.prediction.json"));
+  EXPECT_GT(prediction["predicted_iteration_s"].get<double>(), 0);
+  EXPECT_GT(prediction["measured_iteration_s"].get<double>(), 0);
+  EXPECT_EQ(prediction["source"], "estimates");
 }
 
 TEST(Profile, DerivesTheEmulatedTypesFromTheHostAndMerges) {

@@ -302,9 +302,10 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
       ->add_option("--micro-batch", args->micro_batch,
                    "Fix the micro-batch size (default: search powers of two)")
       ->check(positive_integer());
-  command->add_option("--max-tp", args->max_tp,
-                      "Widest tensor parallelism to consider (1 for plans to train with "
-                      "hyperpipe train, which has no tensor parallelism yet)")
+  command
+      ->add_option("--max-tp", args->max_tp,
+                   "Widest tensor parallelism to consider (1 for plans to train with "
+                   "hyperpipe train, which has no tensor parallelism yet)")
       ->check(CLI::PositiveNumber);
   command->add_option("--max-stages", args->max_stages, "Most pipeline stages to consider")
       ->check(positive_integer())

@@ -57,6 +57,9 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
                       "Write the measured timeline as JSON (hyperpipe.timeline/1)");
   command->add_option("--trace-step", options->trace_step,
                       "The step drawn by --trace/--svg/--timeline (default: the last)");
+  command->add_option("--profiles", options->profiles_path,
+                      "Profiles for the predicted iteration printed at the end "
+                      "(hyperpipe profile); without, the cost model's estimates");
   command->add_option("--checkpoint-dir", options->checkpoint_dir, "Save checkpoints here");
   command
       ->add_option("--checkpoint-every", options->checkpoint_every,

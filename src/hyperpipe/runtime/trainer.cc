@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -52,7 +53,7 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
                           const Rendezvous& rendezvous,
                           const std::optional<CheckpointInfo>& checkpoint,
                           const ExecutorOptions& executor_options, Communicator& communicator,
-                          std::ostream& out) {
+                          const cost::ProfileDb* profiles, std::ostream& out) {
   const ProcessRole& role = layout.role(rendezvous.rank);
   const int64_t seq = data.seq_len();
   Executor executor(model, plan, layout, communicator, data, executor_options);
@@ -132,9 +133,13 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
   summary.mean_step_seconds =
       total_seconds / static_cast<double>(std::max<int64_t>(1, options.steps - summary.first_step));
 
+  // The simulator's prediction for the same plan: with the profiles when given, else the
+  // cost model's estimates.
+  const cost::CostModel costs(model, cluster, {}, profiles);
+  const sim::PlanSimulation simulation = sim::simulate_plan(costs, plan);
   const bool traced = trace_step >= summary.first_step && trace_step < options.steps;
+  trace::Timeline timeline;
   if (reporter && traced && wants_timeline) {
-    trace::Timeline timeline;
     timeline.title = fmt::format("{} on {}: step {} (measured)", model.config().name,
                                  cluster.name(), trace_step + 1);
     for (int r = 0; r < layout.world_size(); ++r) {
@@ -148,9 +153,7 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
       track.devices = {other.device};
       timeline.tracks.push_back(std::move(track));
     }
-    // Beside it, the simulator's prediction for the same plan (cost model estimates).
-    const cost::CostModel costs(model, cluster);
-    auto predicted = sim::simulate_plan(costs, plan).output.timeline;
+    auto predicted = simulation.output.timeline;
     predicted.title = fmt::format("{} on {} (predicted)", model.config().name, cluster.name());
     const auto write = [&](const std::optional<std::string>& path, const auto& render) {
       if (!path) return;
@@ -162,6 +165,33 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
     write(options.svg_path, [](const trace::Timeline& t) { return trace::svg_gantt(t); });
     write(options.timeline_path,
           [](const trace::Timeline& t) { return trace::timeline_to_json(t).dump(); });
+  }
+  if (reporter) {
+    // Every run checks the cost model: the iteration it predicted against the one measured
+    // (the median of the steps after the first, which warms caches and allocators).
+    std::vector<double> seconds;
+    for (const auto& m : metrics) {
+      if (m["step"].get<int64_t>() > summary.first_step || metrics.size() == 1) {
+        seconds.push_back(m["seconds"].get<double>());
+      }
+    }
+    std::sort(seconds.begin(), seconds.end());
+    summary.measured_iteration = seconds.empty() ? 0.0 : seconds[seconds.size() / 2];
+    summary.predicted_iteration = simulation.output.iteration_time;
+    const double error = summary.predicted_iteration / summary.measured_iteration - 1;
+    out << fmt::format(
+        "\npredicted {:.1f} ms per iteration ({}), measured {:.1f} ms (median of {} steps): "
+        "error {:+.1f}%\n",
+        summary.predicted_iteration * 1e3,
+        profiles ? "simulator with profiles" : "simulator with estimates",
+        summary.measured_iteration * 1e3, seconds.size(), 100 * error);
+    if (options.metrics_path) {
+      const nlohmann::json prediction{{"predicted_iteration_s", summary.predicted_iteration},
+                                      {"measured_iteration_s", summary.measured_iteration},
+                                      {"relative_error", error},
+                                      {"source", profiles ? "profiles" : "estimates"}};
+      write_file_atomically(*options.metrics_path + ".prediction.json", prediction.dump(2));
+    }
   }
   write_metrics();
   // Done: a store that goes away now is the end of the run, not a failure.
@@ -191,6 +221,8 @@ TrainSummary train(const TrainOptions& options, std::ostream& out) {
   if (options.steps <= 0) throw InputError("--steps", "", "a positive number of steps");
   const int64_t seq = plan.seq_len > 0 ? plan.seq_len : model.config().seq_len;
   const TextCorpus data = TextCorpus::load(options.data_path, seq, options.data_seed);
+  std::optional<cost::ProfileDb> profiles;
+  if (options.profiles_path) profiles = cost::ProfileDb::load(*options.profiles_path);
   const Rendezvous rendezvous = rendezvous_from();
   if (rendezvous.world_size != layout.world_size()) {
     throw InputError(options.plan_path, "stages",
@@ -224,7 +256,7 @@ TrainSummary train(const TrainOptions& options, std::ostream& out) {
   });
   try {
     return run_training(options, plan, model, cluster, layout, data, rendezvous, checkpoint,
-                        executor_options, *communicator, out);
+                        executor_options, *communicator, profiles ? &*profiles : nullptr, out);
   } catch (const CommunicationError& error) {
     throw CommunicationError(communicator->report_failure(error.what()));
   }

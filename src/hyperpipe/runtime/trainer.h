@@ -9,6 +9,7 @@
 #include <ostream>
 #include <string>
 
+#include "hyperpipe/cost/profile_db.h"
 #include "hyperpipe/runtime/executor.h"
 
 namespace hyperpipe::runtime {
@@ -35,6 +36,8 @@ struct TrainOptions {
   std::optional<std::string> svg_path;
   std::optional<std::string> timeline_path;  // the same as a hyperpipe.timeline/1 document
   std::optional<int64_t> trace_step;
+  // Profiles for the simulator's prediction of this run (else the cost model's estimates).
+  std::optional<std::string> profiles_path;
   std::optional<std::string> checkpoint_dir;
   int64_t checkpoint_every = 0;  // steps; 0: only at the end (when a directory is given)
   bool resume = false;
@@ -44,6 +47,9 @@ struct TrainSummary {
   int64_t first_step = 0;      // 0, or the step after a resumed checkpoint
   std::vector<double> losses;  // per step run
   double mean_step_seconds = 0;
+  // Rank 0: the simulator's iteration for the plan, and the median measured one.
+  double predicted_iteration = 0;
+  double measured_iteration = 0;
 };
 
 // The exit code of a process that stops because another failed (its watchdog's).
