@@ -346,10 +346,10 @@ TEST(Training, EmulatedDeviceTypesRunAtTheirSpeeds) {
     "cluster": "cpu-emulated", "micro_batch_size": 4, "micro_batches": 6,
     "stages": [{"layers": [0, 3], "devices": [0]}, {"layers": [3, 5], "devices": [4]},
                {"layers": [5, 6], "devices": [2]}]})";
-  ASSERT_EQ(
-      run_command(kBinary + " launch --plan " + dir + "/plan.json --data " + kCorpus +
-                  " --steps 2 --timeline " + dir + "/timeline.json > " + dir + "/log.txt 2>&1"),
-      0)
+  ASSERT_EQ(run_command(kBinary + " launch --plan " + dir + "/plan.json --data " + kCorpus +
+                        " --steps 2 --timeline " + dir + "/timeline.json --metrics " + dir +
+                        "/metrics.jsonl > " + dir + "/log.txt 2>&1"),
+            0)
       << slurp(dir + "/log.txt");
   std::ifstream in(dir + "/timeline.json");
   const auto timeline = trace::timeline_from_json(nlohmann::json::parse(in), "timeline.json");
