@@ -167,6 +167,46 @@ TEST(Cli, SimulateTwoPipelinesSideBySide) {
   EXPECT_NE(r.out.find("Replica sync"), std::string::npos) << r.out;
 }
 
+TEST(Cli, CompareLinesUpPredictedAndMeasuredGroupByGroup) {
+  // Two device groups; the measured run has two processes in group 1 (dp 2): one row each
+  // group, from its first process.
+  const std::string predicted = write_temp_file("predicted.json", R"({
+    "format": "hyperpipe.timeline/1", "title": "p", "tracks": [
+      {"name": "stage 0", "devices": [0], "memory": [], "communication": [],
+       "compute": [["F", 0, 0, 0, 0.0, 1.0], ["BW", 0, 0, 0, 2.0, 4.0]]},
+      {"name": "stage 1", "devices": [1, 2], "memory": [], "communication": [],
+       "compute": [["F", 1, 0, 0, 1.0, 2.0], ["BW", 1, 0, 0, 2.0, 3.0]]}]})");
+  const std::string measured = write_temp_file("measured.json", R"({
+    "format": "hyperpipe.timeline/1", "title": "m", "tracks": [
+      {"name": "rank 0", "devices": [0], "memory": [], "communication": [],
+       "compute": [["F", 0, 0, 0, 0.0, 1.5], ["BW", 0, 0, 0, 2.5, 5.0]]},
+      {"name": "rank 1", "devices": [1], "memory": [],
+       "communication": [["wait RF", -1, 0, 0, 0.0, 1.5]],
+       "compute": [["F", 1, 0, 0, 1.5, 2.5], ["allreduce", -1, -1, 0, 4.0, 4.5]]},
+      {"name": "rank 2", "devices": [2], "memory": [], "communication": [],
+       "compute": [["F", 1, 0, 0, 1.5, 2.0]]}]})");
+  const std::string svg = hyperpipe::testing::temp_path("both.svg");
+  const Result r = run("compare --predicted " + predicted + " --measured " + measured + " --svg " +
+                       svg + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(report["predicted_iteration_s"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(report["measured_iteration_s"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(report["iteration_error"].get<double>(), 4.0 / 5.0 - 1);
+  ASSERT_EQ(report["groups"].size(), 2u);
+  EXPECT_DOUBLE_EQ(report["groups"][0]["predicted_compute_s"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(report["groups"][0]["measured_compute_s"].get<double>(), 4.0);
+  // Group 1's first process: its F only (the sum across ranks is waiting, not compute).
+  EXPECT_DOUBLE_EQ(report["groups"][1]["measured_compute_s"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(report["groups"][1]["predicted_compute_s"].get<double>(), 2.0);
+  const std::string chart = slurp(svg);
+  EXPECT_NE(chart.find("predicted · stage 1"), std::string::npos);
+  EXPECT_NE(chart.find("measured · rank 2"), std::string::npos);
+  const Result missing = run("compare --predicted /nonexistent.json --measured " + measured);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("/nonexistent.json"), std::string::npos);
+}
+
 TEST(Cli, SimulateOnAnotherCluster) {
   // The same plan on a cluster too small for it: the plan names device 15.
   const Result r =

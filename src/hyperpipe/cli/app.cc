@@ -38,6 +38,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   add_schedule_command(app, out);
   add_plan_command(app, out);
   add_simulate_command(app, out);
+  add_compare_command(app, out);
   for (const auto& add : extra) add(app, out, err);
 
   app.parse_complete_callback([&] {

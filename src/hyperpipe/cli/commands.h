@@ -13,6 +13,7 @@ void add_describe_command(CLI::App& app, std::ostream& out);
 void add_schedule_command(CLI::App& app, std::ostream& out);
 void add_simulate_command(CLI::App& app, std::ostream& out);
 void add_plan_command(CLI::App& app, std::ostream& out);
+void add_compare_command(CLI::App& app, std::ostream& out);
 // Built only with the runtime (libtorch); main.cc registers them.
 void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err);
