@@ -51,7 +51,11 @@ struct Measured {
 // alone; W is a whole backward less B, so B + W is what a combined backward costs.
 Measured measure(const model::Model& model, int index, int64_t micro_batch, int64_t seq,
                  const ProfileSettings& settings) {
-  StageModule layer(model, index, index + 1, 0);
+  // Blocks run as a chain of a few, each time divided by their number: a stage holds
+  // several, and one block alone keeps its weights in cache as no stage does.
+  const bool block = model.layers()[index].kind() == model::LayerKind::decoder_block;
+  const int count = block ? std::min<int>(kProfiledBlocks, model.config().layers) : 1;
+  StageModule layer(model, index, index + count, 0);
   layer.to(settings.device);
   auto adamw = make_optimizer(layer.parameters(), {});
   const auto options = torch::TensorOptions().device(settings.device);
@@ -99,10 +103,10 @@ Measured measure(const model::Model& model, int index, int64_t micro_batch, int6
     step.push_back(o);
   }
   Measured result;
-  result.forward = median(forward);
-  result.backward_input = median(input_only);
-  result.backward_weight = std::max(0.0, median(whole) - result.backward_input);
-  result.optimizer = median(step);
+  result.forward = median(forward) / count;
+  result.backward_input = median(input_only) / count;
+  result.backward_weight = std::max(0.0, median(whole) / count - result.backward_input);
+  result.optimizer = median(step) / count;
   return result;
 }
 
