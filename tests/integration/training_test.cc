@@ -344,8 +344,8 @@ TEST(Training, EmulatedDeviceTypesRunAtTheirSpeeds) {
   std::ofstream(dir + "/model.yaml") << kTinyGpt;
   std::ofstream(dir + "/plan.json") << R"({"format": "hyperpipe.plan/1", "model": "model.yaml",
     "cluster": "cpu-emulated", "micro_batch_size": 4, "micro_batches": 6,
-    "stages": [{"layers": [0, 3], "devices": [0]}, {"layers": [3, 5], "devices": [4]},
-               {"layers": [5, 6], "devices": [2]}]})";
+    "stages": [{"layers": [0, 3], "devices": [0]}, {"layers": [3, 5], "devices": [2]},
+               {"layers": [5, 6], "devices": [1]}]})";
   ASSERT_EQ(run_command(kBinary + " launch --plan " + dir + "/plan.json --data " + kCorpus +
                         " --steps 2 --timeline " + dir + "/timeline.json --metrics " + dir +
                         "/metrics.jsonl > " + dir + "/log.txt 2>&1"),
