@@ -375,7 +375,7 @@ TEST(Training, EmulatedDeviceTypesRunAtTheirSpeeds) {
   EXPECT_EQ(prediction["source"], "estimates");
 }
 
-TEST(Profile, DerivesTheEmulatedTypesFromTheHostAndMerges) {
+TEST(Profile, MeasuresTheEmulatedTypesAsTheyRunAndMerges) {
   const std::string dir = temp_path("profile");
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -396,8 +396,11 @@ TEST(Profile, DerivesTheEmulatedTypesFromTheHostAndMerges) {
   t4.device = "T4";
   cost::ProfileKey host = a100;
   host.device = "host";
-  // T4 stands in at speed 0.2 of the host (A100 at 1): five times as long, exactly.
-  EXPECT_NEAR(db.find(t4, 1)->times.forward, 5 * db.find(a100, 1)->times.forward, 1e-12);
+  // T4 stands in at speed 0.2 of the host (A100 at 1), each measured as it runs: about
+  // five times as long (wide bounds: timings on a shared machine).
+  const double ratio = db.find(t4, 1)->times.forward / db.find(a100, 1)->times.forward;
+  EXPECT_GT(ratio, 3.0);
+  EXPECT_LT(ratio, 9.0);
   EXPECT_EQ(db.find(host, 2)->match, cost::ProfileMatch::exact);
   EXPECT_EQ(db.find(a100, 1)->match, cost::ProfileMatch::exact);
   // A cluster of real GPUs has no stand-ins to derive.

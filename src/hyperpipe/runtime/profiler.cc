@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "hyperpipe/runtime/layers.h"
 #include "hyperpipe/runtime/optimizer.h"
@@ -19,23 +20,44 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// Bytes written between timed ops to evict the caches (above any last-level cache of a
+// machine of this class) and the stride that touches each line once.
+constexpr size_t kFlushBytes = size_t{64} << 20;
+constexpr size_t kCacheLine = 64;
+
+// Times ops as the runtime runs them: on CUDA after a device sync; for a CPU stand-in
+// after the sleep that stretched the op before, and divided by the speed.
 class Stopwatch {
  public:
-  explicit Stopwatch(const torch::Device& device) : device_(device) {}
+  Stopwatch(const torch::Device& device, double speed) : device_(device), speed_(speed) {}
   void start() {
+    if (speed_ < 1.0 && last_ > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(last_ / speed_ - last_));
+    }
+    flush_caches();
     sync();
     start_ = std::chrono::steady_clock::now();
   }
   double seconds() {
     sync();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    last_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    return last_ / std::min(speed_, 1.0);
   }
 
  private:
   void sync() {
     if (device_.is_cuda()) torch::cuda::synchronize(device_.index());
   }
+  // In a run, the other processes' work passes through the shared caches between two
+  // ops of this one: evict them as they would be.
+  void flush_caches() {
+    if (device_.is_cuda()) return;
+    for (size_t i = 0; i < flush_.size(); i += kCacheLine) flush_[i] += 1;
+  }
   torch::Device device_;
+  std::vector<char> flush_ = std::vector<char>(kFlushBytes);
+  double speed_;
+  double last_ = 0;  // host seconds of the op before
   std::chrono::steady_clock::time_point start_;
 };
 
@@ -63,7 +85,7 @@ Measured measure(const model::Model& model, int index, int64_t micro_batch, int6
     return torch::randint(0, model.config().vocab, {micro_batch, seq}, options.dtype(torch::kLong));
   };
   const bool embedding = index == 0;
-  Stopwatch watch(settings.device);
+  Stopwatch watch(settings.device, settings.speed);
   std::vector<double> forward, input_only, whole, step;
   for (int run = 0; run < settings.warmup + settings.repeats; ++run) {
     const auto input =

@@ -29,6 +29,11 @@ struct ProfileSettings {
   std::vector<int64_t> micro_batches{1, 2, 4};
   int64_t seq_len = 0;  // 0: the model's
   torch::Device device = torch::kCPU;
+  // A CPU stand-in's speed (< 1): each timed op is preceded by the sleep the runtime
+  // puts after an op to stretch it, and its time divided by the speed, so the profile sees
+  // the op as the stand-in runs it (after a sleep its caches are cold and small ops run
+  // markedly slower).
+  double speed = 1.0;
   int warmup = kProfileWarmup;
   int repeats = kProfileRepeats;
   // Called before each measurement: (done, total, what is measured next).
