@@ -73,12 +73,17 @@ cluster::Cluster generated_cluster(int gpus) {
   return cluster::read_cluster_yaml(YamlField::load_string(yaml, "generated"));
 }
 
+// A GPT-3 175B-shaped model with `blocks` blocks.
+model::Model gpt3_shape(int64_t blocks) {
+  auto config = *model::find_catalogue_model("gpt3-175b");
+  config.layers = blocks;
+  return model::Model(config);
+}
+
 // GPT-3 175B-shaped models with `blocks` blocks on `gpus` GPUs.
 void BM_SearchScaling(benchmark::State& state) {
   const int gpus = static_cast<int>(state.range(0));
-  auto config = *model::find_catalogue_model("gpt3-175b");
-  config.layers = state.range(1);
-  const model::Model model(config);
+  const model::Model model = gpt3_shape(state.range(1));
   const auto cluster = generated_cluster(gpus);
   const cost::CostModel costs(model, cluster);
   for (auto _ : state) benchmark::DoNotOptimize(search(costs, 1024));
@@ -101,9 +106,7 @@ BENCHMARK(BM_SearchScaling)
 // island and by type beyond (2 splits).
 void BM_ReplicaScaling(benchmark::State& state) {
   const int gpus = static_cast<int>(state.range(0));
-  auto config = *model::find_catalogue_model("gpt3-175b");
-  config.layers = state.range(1);
-  const model::Model model(config);
+  const model::Model model = gpt3_shape(state.range(1));
   const auto cluster = generated_cluster(gpus);
   const cost::CostModel costs(model, cluster);
   planner::ReplicaOptions options;

@@ -3,8 +3,8 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "hyperpipe/cost/cost_model.h"
@@ -32,7 +32,7 @@ struct CandidateOptions {
   std::vector<int64_t> micro_batch_sizes;
   int max_stages = 32;
   int max_tp = std::numeric_limits<int>::max();  // tensor parallelism at most this
-  int keep = 3;              // exact best pipelines wanted over all sizes
+  int keep = 3;                                  // exact best pipelines wanted over all sizes
   bool every_order = false;  // every class order's best, no pruning across orders
 };
 

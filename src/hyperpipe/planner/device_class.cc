@@ -37,8 +37,7 @@ std::vector<DeviceClass> device_classes(const cluster::Cluster& cluster) {
   return classes;
 }
 
-std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t heads, int64_t max_dp,
-                                int max_tp) {
+std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t heads, int64_t max_dp, int max_tp) {
   std::vector<int> sizes;
   const int smallest = cls.nodes > kSubNodeGroupsUpToNodes ? cls.node_size : 1;  // see .h
   for (int size = smallest; size <= cls.node_size; ++size) {

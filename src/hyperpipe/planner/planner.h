@@ -2,8 +2,8 @@
 // order, and the baselines, all scored by the simulator.
 #pragma once
 
-#include <string>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "hyperpipe/planner/baselines.h"
