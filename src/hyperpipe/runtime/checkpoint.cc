@@ -50,12 +50,6 @@ void write_chunk(const std::string& path, StageModule& module, const torch::opti
   fs::rename(temporary, path);
 }
 
-// The layer index of "layer7.qkv".
-int layer_of(const std::string& key) {
-  const auto dot = key.find('.');
-  return std::stoi(key.substr(5, dot - 5));
-}
-
 }  // namespace
 
 void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor& executor,
@@ -160,7 +154,7 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
       archive.load_from(path);
       for (const auto& key : archive.keys()) {
         if (key.find('/') != std::string::npos) continue;  // optimizer state, read below
-        const int layer = layer_of(key);
+        const int layer = parameter_layer(key);
         if (layer < chunk->first_layer() || layer >= chunk->end_layer()) continue;
         auto* parameter = wanted.find(key);
         if (!parameter) {

@@ -319,8 +319,7 @@ void Executor::sum_across_pipelines() {
       std::vector<torch::Tensor> grads;
       std::vector<torch::Tensor> flat;
       for (const auto& item : named) {
-        const auto dot = item.key().find('.');
-        const int layer = std::stoi(item.key().substr(5, dot - 5));  // "layer7.qkv"
+        const int layer = parameter_layer(item.key());
         if (layer < first || layer >= end) continue;
         grads.push_back(item.value().grad());
         flat.push_back(item.value().grad().reshape({-1}) / static_cast<double>(role_.dp));

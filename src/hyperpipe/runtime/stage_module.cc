@@ -27,6 +27,11 @@ torch::Tensor StageModule::tied_head_tokens() {
   return chain_.back()->tied_weight();
 }
 
+int parameter_layer(const std::string& name) {
+  constexpr size_t kPrefix = 5;  // "layer"
+  return std::stoi(name.substr(kPrefix, name.find('.') - kPrefix));
+}
+
 torch::Tensor cross_entropy_sum(const torch::Tensor& logits, const torch::Tensor& targets) {
   return torch::nn::functional::cross_entropy(
       logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "hyperpipe/model/model.h"
@@ -36,6 +37,9 @@ class StageModule : public torch::nn::Module {
   int layers_;
   std::vector<std::shared_ptr<LayerModule>> chain_;
 };
+
+// The layer a parameter name belongs to: 7 for "layer7.qkv".
+int parameter_layer(const std::string& name);
 
 // Σ of the cross-entropy over every token: logits [b, s, vocab], targets [b, s]. The
 // caller divides by the tokens of the whole global batch, so micro-batches and data-
