@@ -147,9 +147,10 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
       total_seconds / static_cast<double>(std::max<int64_t>(1, options.steps - summary.first_step));
 
   // The simulator's prediction for the same plan: with the profiles when given, else the
-  // cost model's estimates.
+  // cost model's estimates. Only rank 0 reports it, so only rank 0 simulates.
   const cost::CostModel costs(model, cluster, {}, profiles);
-  const sim::PlanSimulation simulation = sim::simulate_plan(costs, plan);
+  const sim::PlanSimulation simulation =
+      reporter ? sim::simulate_plan(costs, plan) : sim::PlanSimulation();
   const bool traced = trace_step >= summary.first_step && trace_step < options.steps;
   trace::Timeline timeline;
   if (reporter && traced && wants_timeline) {
