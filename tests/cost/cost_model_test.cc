@@ -162,14 +162,20 @@ TEST(CostModel, OptimizerStepIsMemoryBound) {
               1e-12);
 }
 
-TEST(CostModel, ProfilesWinOverTheEstimate) {
-  const auto model = catalogue_model("gpt3-1.3b");
-  const auto cluster = round_cluster();
+// gpt3-1.3b's block on the test cluster's "Round" type at micro-batch 2.
+ProfileDb block_profile(const ProfiledTimes& times) {
   ProfileDb profiles;
   profiles.add(
       {{"gpt3-1.3b", model::LayerKind::decoder_block, "Round", model::DType::fp16, 1, 2048},
        2,
-       {0.020, 0.025, 0.015, std::nullopt, std::nullopt}});
+       times});
+  return profiles;
+}
+
+TEST(CostModel, ProfilesWinOverTheEstimate) {
+  const auto model = catalogue_model("gpt3-1.3b");
+  const auto cluster = round_cluster();
+  const auto profiles = block_profile({0.020, 0.025, 0.015, std::nullopt, std::nullopt});
   const CostModel costs(model, cluster, {}, &profiles);
   const auto group = first_devices_of_type(cluster, "Round", 1, 1);
   const ComputeTime block = costs.range_time(1, 2, group, 2, 2048, Recompute::full);
@@ -183,6 +189,25 @@ TEST(CostModel, ProfilesWinOverTheEstimate) {
   EXPECT_EQ(with_embedding.source(), "profile+estimate");
   EXPECT_EQ(with_embedding.profiled_layers, 1);
   EXPECT_EQ(with_embedding.estimated_layers, 1);
+}
+
+// B and W are what they cost apart; a measured whole backward is what the combined op
+// costs (with recomputation on top), over every layer of a range.
+TEST(CostModel, MeasuredWholeBackwardIsTheCombinedOpsTime) {
+  const auto model = catalogue_model("gpt3-1.3b");
+  const auto cluster = round_cluster();
+  const auto profiles = block_profile({0.020, 0.025, 0.015, std::nullopt, std::nullopt, 0.034});
+  const CostModel costs(model, cluster, {}, &profiles);
+  const auto group = first_devices_of_type(cluster, "Round", 1, 1);
+  const ComputeTime blocks = costs.range_time(1, 4, group, 2, 2048, Recompute::full);
+  EXPECT_DOUBLE_EQ(blocks.backward_input, 3 * 0.025);
+  EXPECT_DOUBLE_EQ(blocks.backward_weight, 3 * 0.015);
+  EXPECT_NEAR(blocks.split_extra, 3 * 0.006, 1e-15);
+  EXPECT_NEAR(blocks.backward(), 3 * (0.034 + 0.020), 1e-15);
+  // Estimated layers have no measured whole: B + W.
+  const ComputeTime estimated = costs.range_time(0, 1, group, 2, 2048, Recompute::none);
+  EXPECT_EQ(estimated.split_extra, 0);
+  EXPECT_DOUBLE_EQ(estimated.backward(), estimated.backward_input + estimated.backward_weight);
 }
 
 }  // namespace

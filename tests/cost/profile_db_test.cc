@@ -84,7 +84,7 @@ TEST(ProfileDb, WritesWhatItReads) {
   db.set_host("test host");
   ProfileKey head = block_key();
   head.layer = model::LayerKind::head;
-  db.add({head, 4, {0.001, 0.002, 0.003, std::nullopt, 0.0005}});
+  db.add({head, 4, {0.001, 0.002, 0.003, std::nullopt, 0.0005, 0.0045}});
   const std::string path = write_temp_file("profiles.json", to_json(db).dump(2));
   const ProfileDb again = ProfileDb::load(path);
   EXPECT_EQ(again.host(), "test host");
@@ -99,6 +99,19 @@ TEST(ProfileDb, WritesWhatItReads) {
     EXPECT_EQ(a.times.activation_bytes, b.times.activation_bytes);
   }
   EXPECT_DOUBLE_EQ(*again.optimizer(head), 0.0005);
+  EXPECT_FALSE(again.find(block_key(), 2)->times.backward.has_value());
+  ProfileKey again_head = head;
+  EXPECT_NEAR(*again.find(again_head, 4)->times.backward, 0.0045, 1e-15);
+}
+
+// The whole backward, where measured, follows the micro-batch as the rest does.
+TEST(ProfileDb, WholeBackwardInterpolatesAndScales) {
+  ProfileDb db;
+  db.add({block_key(), 2, {0.010, 0.012, 0.008, std::nullopt, std::nullopt, 0.018}});
+  db.add({block_key(), 8, {0.034, 0.042, 0.026, std::nullopt, std::nullopt, 0.060}});
+  EXPECT_DOUBLE_EQ(*db.find(block_key(), 4)->times.backward, 0.018 + (0.060 - 0.018) / 3);
+  EXPECT_DOUBLE_EQ(*db.find(block_key(), 16)->times.backward, 0.120);
+  EXPECT_FALSE(two_points().find(block_key(), 4)->times.backward.has_value());
 }
 
 TEST(ProfileDb, ReadsTheDocumentedFormat) {

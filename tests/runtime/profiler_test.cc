@@ -22,10 +22,10 @@ TEST(Profiler, OneEntryPerLayerKindAndMicroBatchThatTheCostModelUses) {
   int calls = 0;
   settings.progress = [&](int done, int total, const std::string&) {
     EXPECT_EQ(done, calls++);
-    EXPECT_EQ(total, 6);
+    EXPECT_EQ(total, 4);
   };
-  const auto entries = profile_layers(model, settings, "A100-80GB");
-  EXPECT_EQ(calls, 7);  // before each of the six, and once when done
+  const auto entries = profile_layers(model, settings, {{"A100-80GB", 1.0}});
+  EXPECT_EQ(calls, 5);  // before each of the four rounds, and once when done
   ASSERT_EQ(entries.size(), 6u);
   for (const auto& e : entries) {
     EXPECT_EQ(e.key.model, "profiled");
@@ -34,16 +34,16 @@ TEST(Profiler, OneEntryPerLayerKindAndMicroBatchThatTheCostModelUses) {
     EXPECT_EQ(e.key.tp, 1);
     EXPECT_EQ(e.key.seq_len, 16);
     EXPECT_GT(e.times.forward, 0);
-    // W is a whole backward less B: never negative (on a layer this small it can be 0).
-    EXPECT_GE(e.times.backward_weight, 0);
-    EXPECT_GT(e.times.backward_input + e.times.backward_weight, 0);
+    EXPECT_GT(e.times.backward_input, 0);
+    ASSERT_TRUE(e.times.backward.has_value());
+    EXPECT_GT(*e.times.backward, 0);
     ASSERT_TRUE(e.times.optimizer.has_value());
     EXPECT_GT(*e.times.optimizer, 0);
-    // Token ids have no gradient: the embedding's B is nothing.
+    // W is the linear layers' weight gradients: the embedding has none to defer.
     if (e.key.layer == model::LayerKind::embedding) {
-      EXPECT_EQ(e.times.backward_input, 0);
+      EXPECT_EQ(e.times.backward_weight, 0);
     } else {
-      EXPECT_GT(e.times.backward_input, 0);
+      EXPECT_GT(e.times.backward_weight, 0);
     }
   }
   EXPECT_EQ(entries[0].micro_batch, 1);
@@ -60,6 +60,13 @@ TEST(Profiler, OneEntryPerLayerKindAndMicroBatchThatTheCostModelUses) {
   EXPECT_NEAR(time.forward,
               entries[3].times.forward + 3 * entries[4].times.forward + entries[5].times.forward,
               1e-12);
+  // A whole backward is what was measured whole, B and W apart are what was measured apart.
+  const auto range_sum = [&](auto field) {
+    return field(entries[3]) + 3 * field(entries[4]) + field(entries[5]);
+  };
+  EXPECT_NEAR(time.backward(), range_sum([](const auto& e) { return *e.times.backward; }), 1e-12);
+  EXPECT_NEAR(time.backward_weight,
+              range_sum([](const auto& e) { return e.times.backward_weight; }), 1e-12);
   double optimizer =
       *entries[0].times.optimizer + 3 * *entries[1].times.optimizer + *entries[2].times.optimizer;
   EXPECT_NEAR(costs.optimizer_time(0, model.num_layers(), group), optimizer, 1e-12);

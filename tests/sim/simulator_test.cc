@@ -210,6 +210,23 @@ TEST(Simulator, ZeroBubbleH1CutsTheBubbleToAThird) {
   EXPECT_NEAR(zero_bubble / base, 1.0 / 3.0, 0.05);
 }
 
+// A whole backward may cost less than B and W run apart (split_extra): the combined op
+// takes B + W − extra, the split ones B and W. Textbook 1F1B on the combined time.
+TEST(Simulator, CombinedBackwardTakesTheWholeBackwardsTime) {
+  const int S = 3, m = 6;
+  StageCost cost;
+  cost.forward = 1;
+  cost.backward_input = 1.5;
+  cost.backward_weight = 1;
+  cost.split_extra = 0.5;  // the whole backward: 2
+  const std::vector<StageCost> costs(S, cost);
+  const SimOutput combined = simulate(make_input(schedule::one_f_one_b(S, m), costs));
+  EXPECT_DOUBLE_EQ(combined.iteration_time, (m + S - 1) * (1 + 2.0));
+  // Split: each rank computes m · (F + B + W) = m · 3.5, more than 1F1B's m · 3.
+  const SimOutput split = simulate(make_input(schedule::zb_h1(S, m), costs));
+  for (const RankStats& rank : split.ranks) EXPECT_DOUBLE_EQ(rank.busy, m * 3.5);
+}
+
 TEST(Simulator, DeeperWarmUpHidesASlowLink) {
   // The link after stage 0 takes 4 each way, more than a stage's F + B of 3: 1F1B stalls
   // stage 0 on every round trip, the link-aware depths keep it busy.

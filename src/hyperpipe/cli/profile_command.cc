@@ -80,21 +80,22 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
   };
   // Each stand-in is measured as it runs (after the sleeps that stretch its ops); the
   // host, or a type named by --as, as it is.
-  std::vector<cost::ProfileEntry> all;
-  for (const auto& [type, factor] : types) {
-    out << fmt::format("{} (speed {:.2f})\n", type, 1.0 / factor) << std::flush;
-    settings.speed = 1.0 / factor;
-    auto measured = runtime::profile_layers(model, settings, type);
-    Table table({"Layer", ">Micro-batch", ">F", ">B", ">W", ">Optimizer"});
+  std::vector<runtime::ProfiledDevice> devices;
+  for (const auto& [type, factor] : types) devices.push_back({type, 1.0 / factor});
+  const auto measured = runtime::profile_layers(model, settings, devices);
+  for (const auto& device : devices) {
+    out << fmt::format("{} (speed {:.2f})\n", device.name, device.speed);
+    Table table({"Layer", ">Micro-batch", ">F", ">B", ">W", ">Whole backward", ">Optimizer"});
     for (const auto& entry : measured) {
+      if (entry.key.device != device.name) continue;
       table.add_row({std::string(model::to_string(entry.key.layer)),
                      std::to_string(entry.micro_batch),
                      fmt::format("{:.3f} ms", entry.times.forward * 1e3),
                      fmt::format("{:.3f} ms", entry.times.backward_input * 1e3),
                      fmt::format("{:.3f} ms", entry.times.backward_weight * 1e3),
+                     fmt::format("{:.3f} ms", *entry.times.backward * 1e3),
                      fmt::format("{:.3f} ms", *entry.times.optimizer * 1e3)});
       db.add(entry);
-      all.push_back(entry);
     }
     table.print(out, "  ");
   }
@@ -104,7 +105,7 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
   for (const auto& [type, factor] : types) {
     written += fmt::format("{}{} (× {:.2f})", written.empty() ? "" : ", ", type, factor);
   }
-  out << fmt::format("\n{} entries for {} written to {} ({} in all)\n", all.size(), written,
+  out << fmt::format("\n{} entries for {} written to {} ({} in all)\n", measured.size(), written,
                      args.out, db.size());
 }
 

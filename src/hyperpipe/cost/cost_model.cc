@@ -42,6 +42,7 @@ ComputeTime& ComputeTime::operator+=(const ComputeTime& other) {
   forward += other.forward;
   backward_input += other.backward_input;
   backward_weight += other.backward_weight;
+  split_extra += other.split_extra;
   recompute += other.recompute;
   tp_communication += other.tp_communication;
   estimated_layers += other.estimated_layers;
@@ -95,6 +96,9 @@ ComputeTime CostModel::layer_time(int layer, const cluster::GpuType& type,
     time.forward = profiled->times.forward;
     time.backward_input = profiled->times.backward_input;
     time.backward_weight = profiled->times.backward_weight;
+    if (profiled->times.backward) {
+      time.split_extra = time.backward_input + time.backward_weight - *profiled->times.backward;
+    }
     time.recompute = rerun * time.forward;
     time.profiled_layers = 1;
     time.interpolated_layers = profiled->match == ProfileMatch::exact ? 0 : 1;

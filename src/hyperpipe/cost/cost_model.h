@@ -17,15 +17,18 @@ namespace hyperpipe::cost {
 // Seconds one device spends on a layer range for one micro-batch.
 struct ComputeTime {
   double forward = 0;
-  double backward_input = 0;
-  double backward_weight = 0;
+  double backward_input = 0;   // B, as a split backward (zero-bubble schedules) runs it
+  double backward_weight = 0;  // W, likewise
+  // What B + W run apart cost more than one whole backward (measured; 0 when estimated).
+  double split_extra = 0;
   double recompute = 0;         // forward rerun during backward (recomputation)
   double tp_communication = 0;  // tensor-parallel all-reduces, included in the times above
   int estimated_layers = 0;     // layers costed by the roofline estimate
   int profiled_layers = 0;      // layers costed from measured profiles
   int interpolated_layers = 0;  // of those, layers at an unmeasured micro-batch size
 
-  double backward() const { return backward_input + backward_weight + recompute; }
+  // The whole backward, as one op.
+  double backward() const { return backward_input + backward_weight - split_extra + recompute; }
   double total() const { return forward + backward(); }
   // "estimate", "profile", "profile (interpolated)" or "profile+estimate".
   std::string source() const;

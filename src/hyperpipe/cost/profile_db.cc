@@ -23,6 +23,7 @@ ProfiledTimes mix(const ProfiledTimes& low, const ProfiledTimes& high, double we
                        lerp(low.backward_input, high.backward_input),
                        lerp(low.backward_weight, high.backward_weight), std::nullopt,
                        low.optimizer ? low.optimizer : high.optimizer};
+  if (low.backward && high.backward) result.backward = lerp(*low.backward, *high.backward);
   if (low.activation_bytes && high.activation_bytes) {
     result.activation_bytes = lerp(*low.activation_bytes, *high.activation_bytes);
   }
@@ -34,6 +35,7 @@ ProfiledTimes scaled(const ProfiledTimes& times, double factor) {
   ProfiledTimes result{times.forward * factor, times.backward_input * factor,
                        times.backward_weight * factor, std::nullopt, times.optimizer};
   if (times.activation_bytes) result.activation_bytes = *times.activation_bytes * factor;
+  if (times.backward) result.backward = *times.backward * factor;
   return result;
 }
 
@@ -52,8 +54,8 @@ ProfileDb ProfileDb::read(const YamlField& root) {
   if (auto host = root.optional("host")) db.set_host(host->as_string());
   for (const auto& entry : root.required("entries").items()) {
     entry.allow_only({"model", "layer", "device", "dtype", "tp", "seq_len", "micro_batch",
-                      "forward_ms", "backward_input_ms", "backward_weight_ms", "optimizer_ms",
-                      "activation_bytes"});
+                      "forward_ms", "backward_input_ms", "backward_weight_ms", "backward_ms",
+                      "optimizer_ms", "activation_bytes"});
     ProfileEntry parsed;
     parsed.key.model = entry.required("model").as_string();
     const size_t layer = entry.required("layer").as_choice({"embedding", "decoder_block", "head"});
@@ -69,6 +71,9 @@ ProfileDb ProfileDb::read(const YamlField& root) {
     parsed.times.forward = read_milliseconds(entry, "forward_ms");
     parsed.times.backward_input = read_milliseconds(entry, "backward_input_ms");
     parsed.times.backward_weight = read_milliseconds(entry, "backward_weight_ms");
+    if (entry.optional("backward_ms")) {
+      parsed.times.backward = read_milliseconds(entry, "backward_ms");
+    }
     if (entry.optional("optimizer_ms")) {
       parsed.times.optimizer = read_milliseconds(entry, "optimizer_ms");
     }
@@ -121,6 +126,7 @@ nlohmann::json to_json(const ProfileDb& db) {
                          {"forward_ms", e.times.forward * kMilliseconds},
                          {"backward_input_ms", e.times.backward_input * kMilliseconds},
                          {"backward_weight_ms", e.times.backward_weight * kMilliseconds}};
+    if (e.times.backward) entry["backward_ms"] = *e.times.backward * kMilliseconds;
     if (e.times.optimizer) entry["optimizer_ms"] = *e.times.optimizer * kMilliseconds;
     if (e.times.activation_bytes) entry["activation_bytes"] = *e.times.activation_bytes;
     entries.push_back(entry);

@@ -31,11 +31,13 @@ struct ProfileKey {
 };
 
 struct ProfiledTimes {
-  double forward = 0;  // seconds
-  double backward_input = 0;
-  double backward_weight = 0;
+  double forward = 0;          // seconds
+  double backward_input = 0;   // B, as a split backward runs it
+  double backward_weight = 0;  // W, as a split backward runs it
   std::optional<double> activation_bytes;
   std::optional<double> optimizer;  // seconds: AdamW's step over the layer's parameters
+  // The backward as one pass, where measured: it may cost less than B + W run apart.
+  std::optional<double> backward;
 };
 
 struct ProfileEntry {

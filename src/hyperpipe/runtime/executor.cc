@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "hyperpipe/common/log.h"
+#include "hyperpipe/runtime/deferred_weight_grads.h"
+#include "hyperpipe/runtime/stand_in_clock.h"
 #include "hyperpipe/schedule/generators.h"
 #include "hyperpipe/schedule/passes.h"
 
@@ -22,6 +24,8 @@ struct Executor::Slot {
   torch::Tensor output;      // activation, or the loss on the last stage
   torch::Tensor from_next;   // gradient of the output, received
   torch::Tensor input_grad;  // gradient of the input, to send back
+  // Split backward: the weights' gradients B left for W.
+  std::shared_ptr<WeightGradStore> weight_grads;
   std::vector<std::unique_ptr<Pending>> forward_receives;
   std::vector<std::unique_ptr<Pending>> backward_receives;
   bool forward_posted = false;
@@ -66,6 +70,9 @@ Executor::Executor(const model::Model& model, const plan::Plan& plan, const Rank
   }
   optimizer_ = make_optimizer(parameters, options.optimizer);
   slots_.resize(static_cast<size_t>(pipeline.chunks) * pipeline.micro_batches);
+  const auto& ops = schedule_.ops[role_.group];
+  split_backward_ = std::any_of(ops.begin(), ops.end(),
+                                [](const Op& op) { return op.kind == OpKind::backward_weight; });
 }
 
 Executor::~Executor() = default;
@@ -168,11 +175,13 @@ void Executor::timed(trace::Interval interval, const Work& work, bool stretch) {
   };
   synchronize();
   const auto start = std::chrono::steady_clock::now();
+  const double work_start = work_seconds();
   work();
   synchronize();
-  const double host = seconds_since(start);
   if (stretch && options_.speed < 1.0) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(host / options_.speed - host));
+    const double emulated = (work_seconds() - work_start) / options_.speed;
+    const double rest = emulated - seconds_since(start);
+    if (rest > 0) std::this_thread::sleep_for(std::chrono::duration<double>(rest));
   }
   interval.start = std::chrono::duration<double>(start - start_).count();
   interval.end = seconds_since(start_);
@@ -195,7 +204,9 @@ void Executor::compute(const Op& op, int64_t step) {
         s.input.requires_grad_(true);
       }
       const auto targets = last ? batch_tokens(step, op.micro_batch, true) : torch::Tensor();
+      if (split_backward_) s.weight_grads = std::make_shared<WeightGradStore>();
       timed(interval, [&] {
+        const DeferWeightGradients defer(s.weight_grads);
         s.output = module.forward(s.input);
         if (last) {
           s.output = cross_entropy_sum(s.output, targets) / static_cast<double>(tokens_per_step_);
@@ -210,25 +221,18 @@ void Executor::compute(const Op& op, int64_t step) {
       const std::vector<torch::Tensor> grad =
           last ? std::vector<torch::Tensor>{} : std::vector<torch::Tensor>{s.from_next};
       timed(interval, [&] {
-        if (op.kind == OpKind::backward) {
-          torch::autograd::backward({s.output}, grad);
-          if (stage > 0) s.input_grad = s.input.grad();
-          s.output = s.input = s.from_next = torch::Tensor();
-        } else if (stage > 0) {
-          // B alone: the input's gradient now, the weights' later (W), so the graph stays.
-          s.input_grad =
-              torch::autograd::grad({s.output}, {s.input}, grad, /*retain_graph=*/true)[0];
-        }
+        // With a split backward, this is B: the linear layers keep their weights'
+        // gradients for W (deferred_weight_grads.h); the rest is as a whole backward.
+        torch::autograd::backward({s.output}, grad);
+        if (stage > 0) s.input_grad = s.input.grad();
+        s.output = s.input = s.from_next = torch::Tensor();
       });
       break;
     }
     case OpKind::backward_weight: {
-      const std::vector<torch::Tensor> grad =
-          last ? std::vector<torch::Tensor>{} : std::vector<torch::Tensor>{s.from_next};
       timed(interval, [&] {
-        torch::autograd::backward({s.output}, grad, /*retain_graph=*/false,
-                                  /*create_graph=*/false, module.parameters());
-        s.output = s.input = s.from_next = torch::Tensor();
+        s.weight_grads->apply();
+        s.weight_grads.reset();
       });
       break;
     }

@@ -92,6 +92,7 @@ class Executor {
   int64_t first_sample_ = 0;  // this pipeline's share starts here in the global batch
   SampleRange mine_;          // this process's samples of every micro-batch
   schedule::Schedule schedule_;
+  bool split_backward_ = false;  // the schedule has W ops of its own
   std::vector<std::shared_ptr<StageModule>> chunks_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::vector<Slot> slots_;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/runtime/deferred_weight_grads.h"
 
 namespace hyperpipe::runtime {
 namespace {
@@ -99,7 +100,7 @@ class Block final : public LayerModule {
     const int64_t b = x.size(0);
     const int64_t s = x.size(1);
     const int64_t kv = kv_heads_ * head_dim_;
-    const auto qkv = torch::nn::functional::linear(x, qkv_, qkv_bias_);
+    const auto qkv = runtime::linear(x, qkv_, qkv_bias_);
     const auto parts = qkv.split_with_sizes({heads_ * head_dim_, kv, kv}, -1);
     auto q = parts[0].view({b, s, heads_, head_dim_}).transpose(1, 2);
     auto k = parts[1].view({b, s, kv_heads_, head_dim_}).transpose(1, 2);
@@ -116,19 +117,18 @@ class Block final : public LayerModule {
     const auto future = torch::ones({s, s}, x.options().dtype(torch::kBool)).triu(1);
     scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
     const auto mixed = scores.softmax(-1).matmul(v).transpose(1, 2).reshape({b, s, -1});
-    return torch::nn::functional::linear(mixed, out_, out_bias_);
+    return runtime::linear(mixed, out_, out_bias_);
   }
 
   torch::Tensor mlp(const torch::Tensor& x) const {
     if (gpt_) {
-      const auto inner = F::gelu(torch::nn::functional::linear(x, up_, up_bias_),
-                                 F::GELUFuncOptions().approximate("tanh"));
-      return torch::nn::functional::linear(inner, down_, down_bias_);
+      const auto inner =
+          F::gelu(runtime::linear(x, up_, up_bias_), F::GELUFuncOptions().approximate("tanh"));
+      return runtime::linear(inner, down_, down_bias_);
     }
     // SwiGLU: down(silu(gate(x)) · up(x)).
-    const auto inner =
-        F::silu(torch::nn::functional::linear(x, gate_)) * torch::nn::functional::linear(x, up_);
-    return torch::nn::functional::linear(inner, down_);
+    const auto inner = F::silu(runtime::linear(x, gate_)) * runtime::linear(x, up_);
+    return runtime::linear(inner, down_);
   }
 
   bool gpt_;
@@ -167,7 +167,7 @@ class Head final : public LayerModule {
                                            .eps(kLayerNormEps))
                     : rms_norm(x, norm_);
     }
-    return torch::nn::functional::linear(normed, weight_);
+    return runtime::linear(normed, weight_);
   }
 
   torch::Tensor tied_weight() override { return tied_ ? weight_ : torch::Tensor(); }

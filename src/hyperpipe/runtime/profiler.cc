@@ -7,9 +7,11 @@
 #include <fstream>
 #include <thread>
 
+#include "hyperpipe/runtime/deferred_weight_grads.h"
 #include "hyperpipe/runtime/layers.h"
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/stage_module.h"
+#include "hyperpipe/runtime/stand_in_clock.h"
 #include "hyperpipe/runtime/text_corpus.h"
 
 namespace hyperpipe::runtime {
@@ -26,22 +28,27 @@ constexpr size_t kFlushBytes = size_t{64} << 20;
 constexpr size_t kCacheLine = 64;
 
 // Times ops as the runtime runs them: on CUDA after a device sync; for a CPU stand-in
-// after the sleep that stretched the op before, and divided by the speed.
+// after the sleep that stretched the op before, as its work ÷ speed (stand_in_clock.h).
 class Stopwatch {
  public:
   Stopwatch(const torch::Device& device, double speed) : device_(device), speed_(speed) {}
   void start() {
-    if (speed_ < 1.0 && last_ > 0) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(last_ / speed_ - last_));
+    if (pending_sleep_ > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(pending_sleep_));
     }
     flush_caches();
     sync();
     start_ = std::chrono::steady_clock::now();
+    work_start_ = work_seconds();
   }
   double seconds() {
     sync();
-    last_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    return last_ / std::min(speed_, 1.0);
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (speed_ >= 1.0) return wall;
+    const double emulated = (work_seconds() - work_start_) / speed_;
+    pending_sleep_ = std::max(0.0, emulated - wall);
+    return emulated;
   }
 
  private:
@@ -52,117 +59,158 @@ class Stopwatch {
   // ops of this one: evict them as they would be.
   void flush_caches() {
     if (device_.is_cuda()) return;
-    for (size_t i = 0; i < flush_.size(); i += kCacheLine) flush_[i] += 1;
+    static std::vector<char> flush(kFlushBytes);
+    for (size_t i = 0; i < flush.size(); i += kCacheLine) flush[i] += 1;
   }
   torch::Device device_;
-  std::vector<char> flush_ = std::vector<char>(kFlushBytes);
   double speed_;
-  double last_ = 0;  // host seconds of the op before
+  double pending_sleep_ = 0;  // what stretches the op before to its emulated time
   std::chrono::steady_clock::time_point start_;
+  double work_start_ = 0;
 };
 
-struct Measured {
-  double forward = 0;
-  double backward_input = 0;
-  double backward_weight = 0;
-  double optimizer = 0;
+// Every timed quantity of one (device type, micro-batch, layer kind), one sample a round.
+struct Samples {
+  std::vector<double> forward, backward_input, backward_weight, backward, optimizer;
 };
 
-// One layer of `index` (embedding, a block or the head) at one micro-batch size. The
-// head's forward includes the loss, as the last stage's does. B is the input's gradient
-// alone; W is a whole backward less B, so B + W is what a combined backward costs.
-Measured measure(const model::Model& model, int index, int64_t micro_batch, int64_t seq,
-                 const ProfileSettings& settings) {
-  // Blocks run as a chain of a few, each time divided by their number: a stage holds
-  // several, and one block alone keeps its weights in cache as no stage does.
-  const bool block = model.layers()[index].kind() == model::LayerKind::decoder_block;
-  const int count = block ? std::min<int>(kProfiledBlocks, model.config().layers) : 1;
-  StageModule layer(model, index, index + count, 0);
-  layer.to(settings.device);
-  auto adamw = make_optimizer(layer.parameters(), {});
-  const auto options = torch::TensorOptions().device(settings.device);
-  const auto tokens = [&] {
-    return torch::randint(0, model.config().vocab, {micro_batch, seq}, options.dtype(torch::kLong));
-  };
-  const bool embedding = index == 0;
-  Stopwatch watch(settings.device, settings.speed);
-  std::vector<double> forward, input_only, whole, step;
-  for (int run = 0; run < settings.warmup + settings.repeats; ++run) {
-    const auto input =
-        embedding
-            ? tokens()
-            : torch::randn({micro_batch, seq, model.config().hidden}, options).requires_grad_(true);
-    const auto targets = layer.holds_head() ? tokens() : torch::Tensor();
+// One layer kind (the embedding, a chain of blocks, the head) built once and timed at
+// every micro-batch size and for every device type.
+class LayerBench {
+ public:
+  LayerBench(const model::Model& model, int index, const torch::Device& device)
+      : model_(model),
+        count_(model.layers()[index].kind() == model::LayerKind::decoder_block
+                   ? std::min<int>(kProfiledBlocks, model.config().layers)
+                   : 1),
+        layer_(model, index, index + count_, 0),
+        device_(device) {
+    layer_.to(device);
+    adamw_ = make_optimizer(layer_.parameters(), {});
+  }
+
+  int count() const { return count_; }
+
+  // One sample of each quantity: forward, whole backward and optimizer step as 1F1B runs
+  // them, then B and W as a zero-bubble schedule runs them apart (deferred_weight_grads.h).
+  // The head's forward includes the loss, as the last stage's does.
+  void run(int64_t micro_batch, int64_t seq, Stopwatch& watch, Samples& into) {
+    const auto options = torch::TensorOptions().device(device_);
+    const auto tokens = [&] {
+      return torch::randint(0, model_.config().vocab, {micro_batch, seq},
+                            options.dtype(torch::kLong));
+    };
+    const auto input = layer_.holds_embedding()
+                           ? tokens()
+                           : torch::randn({micro_batch, seq, model_.config().hidden}, options)
+                                 .requires_grad_(true);
+    const auto targets = layer_.holds_head() ? tokens() : torch::Tensor();
     const auto run_forward = [&] {
-      auto output = layer.forward(input);
-      if (layer.holds_head()) output = cross_entropy_sum(output, targets);
+      auto output = layer_.forward(input);
+      if (layer_.holds_head()) output = cross_entropy_sum(output, targets);
       return output;
     };
     watch.start();
     auto output = run_forward();
-    const double f = watch.seconds();
-    const auto grad = layer.holds_head() ? torch::Tensor() : torch::randn_like(output);
+    into.forward.push_back(watch.seconds() / count_);
+    const auto grad = layer_.holds_head() ? torch::Tensor() : torch::randn_like(output);
     const std::vector<torch::Tensor> grads =
         grad.defined() ? std::vector<torch::Tensor>{grad} : std::vector<torch::Tensor>{};
-    double b = 0;
-    if (!embedding) {
-      watch.start();
-      torch::autograd::grad({output}, {input}, grads, /*retain_graph=*/false);
-      b = watch.seconds();
+    watch.start();
+    torch::autograd::backward({output}, grads);
+    into.backward.push_back(watch.seconds() / count_);
+    watch.start();
+    adamw_->step();
+    into.optimizer.push_back(watch.seconds() / count_);
+
+    const auto deferred = std::make_shared<WeightGradStore>();
+    {
+      const DeferWeightGradients defer(deferred);
       output = run_forward();
     }
     watch.start();
     torch::autograd::backward({output}, grads);
-    const double bw = watch.seconds();
-    watch.start();
-    adamw->step();
-    const double o = watch.seconds();
-    for (auto& p : layer.parameters()) p.mutable_grad() = torch::Tensor();
-    if (run < settings.warmup) continue;
-    forward.push_back(f);
-    input_only.push_back(b);
-    whole.push_back(bw);
-    step.push_back(o);
+    into.backward_input.push_back(watch.seconds() / count_);
+    double w = 0;  // nothing deferred (the embedding): no W
+    if (!deferred->empty()) {
+      watch.start();
+      deferred->apply();
+      w = watch.seconds() / count_;
+    }
+    into.backward_weight.push_back(w);
+    for (auto& p : layer_.parameters()) p.mutable_grad() = torch::Tensor();
   }
-  Measured result;
-  result.forward = median(forward) / count;
-  result.backward_input = median(input_only) / count;
-  result.backward_weight = std::max(0.0, median(whole) / count - result.backward_input);
-  result.optimizer = median(step) / count;
-  return result;
-}
+
+ private:
+  const model::Model& model_;
+  // Blocks run as a chain of a few, each time divided by their number: a stage holds
+  // several, and one block alone keeps its weights in cache as no stage does.
+  int count_;
+  StageModule layer_;
+  torch::Device device_;
+  std::unique_ptr<torch::optim::AdamW> adamw_;
+};
 
 }  // namespace
 
 std::vector<cost::ProfileEntry> profile_layers(const model::Model& model,
                                                const ProfileSettings& settings,
-                                               const std::string& device_name) {
+                                               const std::vector<ProfiledDevice>& devices) {
   const int64_t seq = settings.seq_len > 0 ? settings.seq_len : model.config().seq_len;
   // One of each kind: the embedding, the first block, the head.
   const std::vector<int> kinds{0, 1, model.num_layers() - 1};
-  std::vector<cost::ProfileEntry> entries;
-  const int total = static_cast<int>(kinds.size() * settings.micro_batches.size());
-  int done = 0;
-  for (const int64_t micro_batch : settings.micro_batches) {
-    for (const int index : kinds) {
-      const auto kind = model.layers()[index].kind();
-      if (settings.progress) {
-        settings.progress(done, total,
-                          fmt::format("{}, micro-batch {}", model::to_string(kind), micro_batch));
+  std::vector<std::unique_ptr<LayerBench>> benches;
+  for (const int index : kinds) {
+    benches.push_back(std::make_unique<LayerBench>(model, index, settings.device));
+  }
+  std::vector<Stopwatch> watches;
+  for (const auto& device : devices) watches.emplace_back(settings.device, device.speed);
+  // samples[device][micro-batch][kind]
+  const size_t settings_count = settings.micro_batches.size() * kinds.size();
+  std::vector<Samples> samples(devices.size() * settings_count);
+  // Round after round, every setting once: a slow spell of the host (a busy neighbour on
+  // a shared machine lasts seconds) then costs each setting one sample, which the median
+  // drops, rather than all samples of the settings it happens to fall on.
+  const int rounds = settings.warmup + settings.repeats;
+  for (int round = 0; round < rounds; ++round) {
+    if (settings.progress) {
+      settings.progress(round, rounds,
+                        round < settings.warmup ? "warm-up" : fmt::format("round {}", round + 1));
+    }
+    for (size_t d = 0; d < devices.size(); ++d) {
+      for (size_t m = 0; m < settings.micro_batches.size(); ++m) {
+        for (size_t k = 0; k < kinds.size(); ++k) {
+          Samples& into = samples[d * settings_count + m * kinds.size() + k];
+          benches[k]->run(settings.micro_batches[m], seq, watches[d], into);
+          if (round < settings.warmup) into = Samples{};
+        }
       }
-      const Measured m = measure(model, index, micro_batch, seq, settings);
-      cost::ProfileEntry entry;
-      entry.key = {model.config().name, kind, device_name, model.config().dtype, 1, seq};
-      entry.micro_batch = micro_batch;
-      entry.times.forward = m.forward;
-      entry.times.backward_input = m.backward_input;
-      entry.times.backward_weight = m.backward_weight;
-      entry.times.optimizer = m.optimizer;
-      entries.push_back(entry);
-      ++done;
     }
   }
-  if (settings.progress) settings.progress(done, total, "done");
+  if (settings.progress) settings.progress(rounds, rounds, "done");
+
+  std::vector<cost::ProfileEntry> entries;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    for (size_t m = 0; m < settings.micro_batches.size(); ++m) {
+      for (size_t k = 0; k < kinds.size(); ++k) {
+        const Samples& taken = samples[d * settings_count + m * kinds.size() + k];
+        cost::ProfileEntry entry;
+        entry.key = {model.config().name,
+                     model.layers()[kinds[k]].kind(),
+                     devices[d].name,
+                     model.config().dtype,
+                     1,
+                     seq};
+        entry.micro_batch = settings.micro_batches[m];
+        entry.times.forward = median(taken.forward);
+        entry.times.backward_input = median(taken.backward_input);
+        entry.times.backward_weight = median(taken.backward_weight);
+        entry.times.backward = median(taken.backward);
+        entry.times.optimizer = median(taken.optimizer);
+        entries.push_back(entry);
+      }
+    }
+  }
   return entries;
 }
 

@@ -16,8 +16,8 @@
 
 namespace hyperpipe::runtime {
 
-// Runs before timing (allocator and caches warm) and timed runs per setting: the median
-// of this many is robust to a stray slow one on a shared machine.
+// Rounds before timing (allocator and caches warm) and timed rounds: the median of this
+// many is robust to a stray slow one on a shared machine.
 inline constexpr int kProfileWarmup = 3;
 inline constexpr int kProfileRepeats = 9;
 // Blocks are timed as a chain of this many (fewer if the model has fewer) and divided:
@@ -29,23 +29,29 @@ struct ProfileSettings {
   std::vector<int64_t> micro_batches{1, 2, 4};
   int64_t seq_len = 0;  // 0: the model's
   torch::Device device = torch::kCPU;
-  // A CPU stand-in's speed (< 1): each timed op is preceded by the sleep the runtime
-  // puts after an op to stretch it, and its time divided by the speed, so the profile sees
-  // the op as the stand-in runs it (after a sleep its caches are cold and small ops run
-  // markedly slower).
-  double speed = 1.0;
-  int warmup = kProfileWarmup;
-  int repeats = kProfileRepeats;
-  // Called before each measurement: (done, total, what is measured next).
+  int warmup = kProfileWarmup;    // rounds
+  int repeats = kProfileRepeats;  // rounds
+  // Called before each round: (rounds done, rounds, what comes next).
   std::function<void(int, int, const std::string&)> progress;
 };
 
-// One entry per layer kind and micro-batch size, keyed to the model (and its dtype, which
-// the cost model looks profiles up by; the runtime computes in fp32) and to
-// `device_name` (the GPU type the planner will look up), with tp 1.
+// A GPU type to file measurements under, with the speed of its CPU stand-in relative to
+// the host (< 1): each timed op is then preceded by the sleep the runtime puts after an
+// op to stretch it, and its time divided by the speed, so the profile sees the op as the
+// stand-in runs it (after a sleep its caches are cold and small ops run markedly slower).
+struct ProfiledDevice {
+  std::string name;
+  double speed = 1.0;
+};
+
+// One entry per device, layer kind and micro-batch size, keyed to the model (and its
+// dtype, which the cost model looks profiles up by; the runtime computes in fp32) and to
+// the device's name (the GPU type the planner will look up), with tp 1. The settings are
+// measured in rounds, each setting once a round, and each entry is the median over the
+// rounds after the warm-up.
 std::vector<cost::ProfileEntry> profile_layers(const model::Model& model,
                                                const ProfileSettings& settings,
-                                               const std::string& device_name);
+                                               const std::vector<ProfiledDevice>& devices);
 
 // What this process runs on: the CPU's model name, or the CUDA device's name.
 std::string device_description(const torch::Device& device);

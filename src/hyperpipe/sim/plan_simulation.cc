@@ -113,6 +113,7 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
     cost.forward = report.compute.forward;
     cost.backward_input = report.compute.backward_input + report.compute.recompute;
     cost.backward_weight = report.compute.backward_weight;
+    cost.split_extra = report.compute.split_extra;
     cost.activation_bytes = report.memory.activations;
     cost.weight_gradient_bytes = report.memory.weight_gradient_activations;
     cost.static_bytes = report.memory.weights + report.memory.gradients + report.memory.optimizer;

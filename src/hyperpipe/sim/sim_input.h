@@ -13,6 +13,9 @@ struct StageCost {
   double forward = 0;
   double backward_input = 0;  // includes recomputation
   double backward_weight = 0;
+  // What B and W run apart cost more than one whole backward (the combined op's time is
+  // backward_input + backward_weight − split_extra).
+  double split_extra = 0;
   double activation_bytes = 0;  // kept per micro-batch from F until its backward
   // Of a split backward: what B leaves for W (the inputs of the matrix products).
   double weight_gradient_bytes = 0;

@@ -151,7 +151,7 @@ class Engine {
         duration = cost.backward_weight;
         break;
       default:
-        duration = cost.backward_input + cost.backward_weight;
+        duration = cost.backward_input + cost.backward_weight - cost.split_extra;
         break;
     }
     RankStats& stats = out_.ranks[r];
