@@ -13,6 +13,7 @@
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/runtime/host_memory.h"
 #include "hyperpipe/runtime/profiler.h"
 
 namespace hyperpipe::cli {
@@ -58,6 +59,7 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
   cost::ProfileDb db;
   if (std::filesystem::exists(args.out)) db = cost::ProfileDb::load(args.out);
   torch::set_num_threads(args.threads);
+  runtime::keep_freed_memory();  // as the training processes do
   runtime::ProfileSettings settings;
   settings.micro_batches = args.micro_batches;
   settings.seq_len = args.seq_len;

@@ -1,7 +1,6 @@
 #include "hyperpipe/runtime/trainer.h"
 
 #include <fmt/format.h>
-#include <malloc.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -16,6 +15,7 @@
 #include "hyperpipe/plan/plan_checks.h"
 #include "hyperpipe/plan/plan_json.h"
 #include "hyperpipe/runtime/checkpoint.h"
+#include "hyperpipe/runtime/host_memory.h"
 #include "hyperpipe/runtime/rendezvous.h"
 #include "hyperpipe/sim/plan_simulation.h"
 #include "hyperpipe/trace/chrome_trace.h"
@@ -34,18 +34,6 @@ torch::Device device_for(const std::string& name, const Rendezvous& rendezvous) 
     return {torch::kCUDA, static_cast<c10::DeviceIndex>(rendezvous.local_rank)};
   }
   throw InputError("--device", name, "cpu or cuda");
-}
-
-// Activations of every micro-batch in flight are allocated and freed over and over; by
-// default glibc hands large blocks back to the kernel at once and every new one pays its
-// page faults (some 5% of a CPU run's iteration). Keep them, as jemalloc or tcmalloc would.
-void keep_freed_memory() {
-#ifdef __GLIBC__
-  constexpr int kMmapThreshold = 32 << 20;  // glibc's largest: blocks below come from the heap
-  constexpr int kTrimThreshold = 1 << 30;   // return heap memory only past 1 GiB free
-  mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
-  mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
-#endif
 }
 
 // "run/measured.svg" → "run/measured.predicted.svg".
