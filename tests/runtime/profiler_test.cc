@@ -46,6 +46,19 @@ TEST(Profiler, OneEntryPerLayerKindAndMicroBatchThatTheCostModelUses) {
       EXPECT_GT(e.times.backward_weight, 0);
     }
   }
+  // Activation bytes: measured from the allocator, they grow with the micro-batch and
+  // agree with the model's analytic count (Korthikanti et al.; fp32 here) within 2×.
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_TRUE(entries[k].times.activation_bytes.has_value());
+    ASSERT_TRUE(entries[3 + k].times.activation_bytes.has_value());
+    EXPECT_GT(*entries[3 + k].times.activation_bytes, 1.5 * *entries[k].times.activation_bytes);
+  }
+  model::Workload one;
+  one.seq_len = 16;
+  const double analytic =
+      static_cast<double>(model.layers()[1].activation_bytes(one, model::Recompute::none));
+  EXPECT_GT(*entries[1].times.activation_bytes, analytic / 2);
+  EXPECT_LT(*entries[1].times.activation_bytes, analytic * 2);
   EXPECT_EQ(entries[0].micro_batch, 1);
   EXPECT_EQ(entries[3].micro_batch, 2);
 

@@ -2,9 +2,17 @@
 
 #include <fmt/format.h>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#ifdef HYPERPIPE_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "hyperpipe/runtime/deferred_weight_grads.h"
@@ -69,9 +77,32 @@ class Stopwatch {
   double work_start_ = 0;
 };
 
+// Bytes this process holds in tensors now: the CUDA caching allocator's count on a GPU;
+// on the CPU, glibc's heap and mapped blocks in use (libtorch's CPU allocator is malloc).
+// Empty where neither is known.
+std::optional<double> bytes_in_use(const torch::Device& device) {
+  if (device.is_cuda()) {
+#ifdef HYPERPIPE_WITH_CUDA
+    constexpr size_t kAggregate = 0;  // StatType::AGGREGATE: both pools
+    return static_cast<double>(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index())
+                                   .allocated_bytes[kAggregate]
+                                   .current);
+#else
+    return std::nullopt;
+#endif
+  }
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+  const struct mallinfo2 heap = mallinfo2();
+  return static_cast<double>(heap.uordblks + heap.hblkhd);
+#else
+  return std::nullopt;
+#endif
+}
+
 // Every timed quantity of one (device type, micro-batch, layer kind), one sample a round.
 struct Samples {
   std::vector<double> forward, backward_input, backward_weight, backward, optimizer;
+  std::vector<double> activation_bytes;  // held from the forward until the backward
 };
 
 // One layer kind (the embedding, a chain of blocks, the head) built once and timed at
@@ -110,9 +141,12 @@ class LayerBench {
       if (layer_.holds_head()) output = cross_entropy_sum(output, targets);
       return output;
     };
+    const auto before = bytes_in_use(device_);
     watch.start();
     auto output = run_forward();
     into.forward.push_back(watch.seconds() / count_);
+    const auto after = bytes_in_use(device_);
+    if (before && after) into.activation_bytes.push_back((*after - *before) / count_);
     const auto grad = layer_.holds_head() ? torch::Tensor() : torch::randn_like(output);
     const std::vector<torch::Tensor> grads =
         grad.defined() ? std::vector<torch::Tensor>{grad} : std::vector<torch::Tensor>{};
@@ -207,6 +241,9 @@ std::vector<cost::ProfileEntry> profile_layers(const model::Model& model,
         entry.times.backward_weight = median(taken.backward_weight);
         entry.times.backward = median(taken.backward);
         entry.times.optimizer = median(taken.optimizer);
+        if (!taken.activation_bytes.empty()) {
+          entry.times.activation_bytes = median(taken.activation_bytes);
+        }
         entries.push_back(entry);
       }
     }
