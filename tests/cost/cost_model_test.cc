@@ -210,5 +210,30 @@ TEST(CostModel, MeasuredWholeBackwardIsTheCombinedOpsTime) {
   EXPECT_DOUBLE_EQ(estimated.backward(), estimated.backward_input + estimated.backward_weight);
 }
 
+// Links measured for a cluster replace every level's link of that cluster (and no
+// other's): transfers and all-reduces are costed with them.
+TEST(CostModel, MeasuredLinksReplaceTheClustersOwn) {
+  const auto model = catalogue_model("gpt3-1.3b");
+  const auto cluster = cluster::load_cluster("cpu-emulated");
+  ProfileDb profiles;
+  const cluster::Link measured{3e9, 40e-6};
+  profiles.set_links({"cpu-emulated", "gloo", measured, {1e9, 20e-6}});
+  const CostModel costs(model, cluster, {}, &profiles);
+  for (const auto level : {cluster::LinkLevel::intra_node, cluster::LinkLevel::intra_island,
+                           cluster::LinkLevel::inter_island}) {
+    EXPECT_DOUBLE_EQ(costs.cluster().level_link(level).bandwidth, measured.bandwidth);
+    EXPECT_DOUBLE_EQ(costs.cluster().level_link(level).latency, measured.latency);
+  }
+  const auto between = costs.cluster().link_between(0, 2);
+  EXPECT_NEAR(costs.transfer(1e6, between).seconds,
+              40e-6 + 1e6 / (3e9 * costs.options().link_efficiency), 1e-15);
+  // Another cluster's measurement leaves this one as its file says.
+  ProfileDb elsewhere;
+  elsewhere.set_links({"a100x8", "nccl", measured, measured});
+  const CostModel untouched(model, cluster, {}, &elsewhere);
+  EXPECT_DOUBLE_EQ(untouched.cluster().level_link(cluster::LinkLevel::intra_node).bandwidth,
+                   cluster.level_link(cluster::LinkLevel::intra_node).bandwidth);
+}
+
 }  // namespace
 }  // namespace hyperpipe::cost

@@ -100,8 +100,28 @@ TEST(ProfileDb, WritesWhatItReads) {
   }
   EXPECT_DOUBLE_EQ(*again.optimizer(head), 0.0005);
   EXPECT_FALSE(again.find(block_key(), 2)->times.backward.has_value());
+  EXPECT_TRUE(again.links().empty());
   ProfileKey again_head = head;
   EXPECT_NEAR(*again.find(again_head, 4)->times.backward, 0.0045, 1e-15);
+}
+
+// Measured links are filed per cluster, written and read back, and a newer measurement
+// for the same cluster replaces the older.
+TEST(ProfileDb, LinksPerClusterRoundTripAndReplace) {
+  ProfileDb db = two_points();
+  db.set_links({"cpu-emulated", "gloo", {2e9, 50e-6}, {1e9, 20e-6}});
+  db.set_links({"other", "nccl", {100e9, 5e-6}, {80e9, 5e-6}});
+  db.set_links({"cpu-emulated", "gloo", {3e9, 40e-6}, {1e9, 20e-6}});
+  ASSERT_EQ(db.links().size(), 2u);
+  const std::string path = write_temp_file("profiles.json", to_json(db).dump(2));
+  const ProfileDb again = ProfileDb::load(path);
+  const MeasuredLinks* links = again.links_for("cpu-emulated");
+  ASSERT_NE(links, nullptr);
+  EXPECT_EQ(links->backend, "gloo");
+  EXPECT_DOUBLE_EQ(links->point_to_point.bandwidth, 3e9);
+  EXPECT_DOUBLE_EQ(links->point_to_point.latency, 40e-6);
+  EXPECT_DOUBLE_EQ(links->all_reduce.bandwidth, 1e9);
+  EXPECT_EQ(again.links_for("a100x8"), nullptr);
 }
 
 // The whole backward, where measured, follows the micro-batch as the rest does.
@@ -166,7 +186,12 @@ INSTANTIATE_TEST_SUITE_P(
             "layer": "head", "device": "T4", "dtype": "fp16", "tp": 1, "seq_len": 8,
             "micro_batch": 0, "forward_ms": 1, "backward_input_ms": 1,
             "backward_weight_ms": 1}]})",
-                     "field 'entries[0].micro_batch': expected a positive integer"}));
+                     "field 'entries[0].micro_batch': expected a positive integer"},
+        BadInputCase{R"({"format": "hyperpipe.profiles/1", "entries": [], "links": [
+            {"cluster": "c", "backend": "gloo",
+             "point_to_point": {"latency_s": -1, "bandwidth_bytes_per_s": 1e9},
+             "all_reduce": {"latency_s": 0, "bandwidth_bytes_per_s": 1e9}}]})",
+                     "field 'links[0].point_to_point.latency_s': expected a latency"}));
 
 }  // namespace
 }  // namespace hyperpipe::cost

@@ -12,8 +12,10 @@
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
+#include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/runtime/host_memory.h"
+#include "hyperpipe/runtime/link_profiler.h"
 #include "hyperpipe/runtime/profiler.h"
 
 namespace hyperpipe::cli {
@@ -100,6 +102,32 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
       db.add(entry);
     }
     table.print(out, "  ");
+  }
+  if (args.cluster) {
+    // The stand-ins of an emulated cluster are processes of this host: their links are
+    // the runtime's backend between two of them.
+    const auto cluster_name = cluster::load_cluster(*args.cluster).name();
+    out << fmt::format("links between two processes ({})\n",
+                       settings.device.is_cuda() ? "NCCL" : "Gloo")
+        << std::flush;
+    runtime::LinkProfileSettings link_settings;
+    link_settings.port = launch::free_port();
+    link_settings.device = settings.device;
+    const auto links = runtime::profile_links(link_settings);
+    Table table({">Bytes", ">One way", ">All-reduce (2 ranks)"});
+    for (const auto& sample : links.samples) {
+      table.add_row({std::to_string(sample.bytes),
+                     fmt::format("{:.3f} ms", sample.point_to_point * 1e3),
+                     fmt::format("{:.3f} ms", sample.all_reduce * 1e3)});
+    }
+    table.print(out, "  ");
+    const auto describe = [](const cluster::Link& link) {
+      return fmt::format("{:.1f} us + bytes / {:.2f} GB/s", link.latency * 1e6,
+                         link.bandwidth / 1e9);
+    };
+    out << fmt::format("  point-to-point: {}; all-reduce link: {}\n",
+                       describe(links.point_to_point), describe(links.all_reduce));
+    db.set_links({cluster_name, links.backend, links.point_to_point, links.all_reduce});
   }
   db.set_host(host);
   write_file_atomically(args.out, cost::to_json(db).dump(2));

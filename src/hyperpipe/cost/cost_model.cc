@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "hyperpipe/common/log.h"
+#include "hyperpipe/cost/measured_links.h"
 
 namespace hyperpipe::cost {
 namespace {
@@ -53,7 +54,10 @@ ComputeTime& ComputeTime::operator+=(const ComputeTime& other) {
 
 CostModel::CostModel(const model::Model& model, const cluster::Cluster& cluster,
                      CostOptions options, const ProfileDb* profiles)
-    : model_(model), cluster_(cluster), options_(options), profiles_(profiles) {}
+    : model_(model),
+      cluster_(with_measured_links(cluster, profiles)),
+      options_(options),
+      profiles_(profiles) {}
 
 model::Workload CostModel::workload(int64_t micro_batch, int64_t seq_len, int tp) const {
   return {micro_batch, seq_len, tp, options_.sequence_parallel};

@@ -55,7 +55,8 @@ struct Transfer {
 
 class CostModel {
  public:
-  // `profiles` may be null; it must outlive the cost model.
+  // `profiles` may be null; it must outlive the cost model. Links measured for this
+  // cluster in `profiles` replace its own (measured_links.h); cluster() has them.
   CostModel(const model::Model& model, const cluster::Cluster& cluster, CostOptions options = {},
             const ProfileDb* profiles = nullptr);
 
@@ -104,7 +105,7 @@ class CostModel {
   double memory_rate(const cluster::GpuType& type) const;
 
   const model::Model& model_;
-  const cluster::Cluster& cluster_;
+  cluster::Cluster cluster_;  // with the links measured for it, if `profiles` has them
   CostOptions options_;
   const ProfileDb* profiles_;
 };

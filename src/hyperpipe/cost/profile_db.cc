@@ -39,7 +39,36 @@ ProfiledTimes scaled(const ProfiledTimes& times, double factor) {
   return result;
 }
 
+cluster::Link read_link(const YamlField& parent, const char* key) {
+  const YamlField link = parent.required(key);
+  link.allow_only({"latency_s", "bandwidth_bytes_per_s"});
+  const YamlField latency = link.required("latency_s");
+  if (latency.as_number() < 0) latency.fail("a latency in seconds, 0 or more");
+  return {link.required("bandwidth_bytes_per_s").as_positive_number(), latency.as_number()};
+}
+
+nlohmann::json link_json(const cluster::Link& link) {
+  return {{"latency_s", link.latency}, {"bandwidth_bytes_per_s", link.bandwidth}};
+}
+
 }  // namespace
+
+void ProfileDb::set_links(const MeasuredLinks& links) {
+  for (auto& existing : links_) {
+    if (existing.cluster == links.cluster) {
+      existing = links;
+      return;
+    }
+  }
+  links_.push_back(links);
+}
+
+const MeasuredLinks* ProfileDb::links_for(const std::string& cluster) const {
+  for (const auto& links : links_) {
+    if (links.cluster == cluster) return &links;
+  }
+  return nullptr;
+}
 
 ProfileDb ProfileDb::load(const std::string& path) {
   return read(YamlField::load_file(path));
@@ -47,7 +76,7 @@ ProfileDb ProfileDb::load(const std::string& path) {
 
 ProfileDb ProfileDb::read(const YamlField& root) {
   if (!root.is_map()) root.fail("a JSON object with \"format\" and \"entries\"");
-  root.allow_only({"format", "host", "entries"});
+  root.allow_only({"format", "host", "entries", "links"});
   const YamlField format = root.required("format");
   if (format.as_string() != kProfileFormat) format.fail(std::string("\"") + kProfileFormat + "\"");
   ProfileDb db;
@@ -81,6 +110,13 @@ ProfileDb ProfileDb::read(const YamlField& root) {
       parsed.times.activation_bytes = bytes->as_positive_number();
     }
     db.add(parsed);
+  }
+  if (auto links = root.optional("links")) {
+    for (const auto& item : links->items()) {
+      item.allow_only({"cluster", "backend", "point_to_point", "all_reduce"});
+      db.set_links({item.required("cluster").as_string(), item.required("backend").as_string(),
+                    read_link(item, "point_to_point"), read_link(item, "all_reduce")});
+    }
   }
   return db;
 }
@@ -133,6 +169,16 @@ nlohmann::json to_json(const ProfileDb& db) {
   }
   nlohmann::json doc{{"format", kProfileFormat}, {"entries", entries}};
   if (!db.host().empty()) doc["host"] = db.host();
+  if (!db.links().empty()) {
+    nlohmann::json links = nlohmann::json::array();
+    for (const auto& l : db.links()) {
+      links.push_back({{"cluster", l.cluster},
+                       {"backend", l.backend},
+                       {"point_to_point", link_json(l.point_to_point)},
+                       {"all_reduce", link_json(l.all_reduce)}});
+    }
+    doc["links"] = links;
+  }
   return doc;
 }
 

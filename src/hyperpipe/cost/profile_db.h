@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "hyperpipe/cluster/cluster.h"
 #include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/model/dtype.h"
 #include "hyperpipe/model/layer.h"
@@ -38,6 +39,18 @@ struct ProfiledTimes {
   std::optional<double> optimizer;  // seconds: AdamW's step over the layer's parameters
   // The backward as one pass, where measured: it may cost less than B + W run apart.
   std::optional<double> backward;
+};
+
+// Point-to-point and all-reduce between two processes of this host through the runtime's
+// c10d backend, as `hyperpipe profile --cluster` measures them, filed under the cluster
+// whose processes all meet on this host (an emulated one): they replace its links.
+struct MeasuredLinks {
+  std::string cluster;
+  std::string backend;           // "gloo" or "nccl"
+  cluster::Link point_to_point;  // latency + bytes / bandwidth, one way
+  // What a link must be for the cost model's ring all-reduce over two ranks
+  // (2 · latency + bytes / bandwidth) to take the measured time.
+  cluster::Link all_reduce;
 };
 
 struct ProfileEntry {
@@ -70,6 +83,10 @@ class ProfileDb {
   const std::vector<ProfileEntry>& entries() const { return entries_; }
   // Where the entries were measured (free text).
   const std::string& host() const { return host_; }
+  // Replaces the links measured for the same cluster.
+  void set_links(const MeasuredLinks& links);
+  const std::vector<MeasuredLinks>& links() const { return links_; }
+  const MeasuredLinks* links_for(const std::string& cluster) const;
   void set_host(std::string host) { host_ = std::move(host); }
 
   // Times for `micro_batch`: the measured point, or linear interpolation between the two
@@ -85,6 +102,7 @@ class ProfileDb {
   std::map<ProfileKey, std::map<int64_t, ProfiledTimes>> series_;
   std::vector<ProfileEntry> entries_;
   std::string host_;
+  std::vector<MeasuredLinks> links_;
 };
 
 // The database as the file format of docs/formats.md ("Profiles").

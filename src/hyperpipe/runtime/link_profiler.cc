@@ -1,0 +1,131 @@
+#include "hyperpipe/runtime/link_profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <limits>
+#include <thread>
+
+#include "hyperpipe/runtime/communicator.h"
+#include "hyperpipe/runtime/rendezvous.h"
+
+namespace hyperpipe::runtime {
+namespace {
+
+constexpr std::chrono::seconds kMeetTimeout{60};
+constexpr int kRanks = 2;
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// One rank's part; rank 0 fills `samples`.
+void run_rank(int rank, const LinkProfileSettings& settings, std::vector<LinkSample>& samples) {
+  Rendezvous rendezvous;
+  rendezvous.rank = rank;
+  rendezvous.world_size = kRanks;
+  rendezvous.local_rank = rank;
+  rendezvous.port = settings.port;
+  rendezvous.launcher = "none";
+  const torch::Device device = settings.device.is_cuda()
+                                   ? torch::Device(torch::kCUDA, settings.device.index() + rank)
+                                   : settings.device;
+  const auto communicator = connect(rendezvous, device, kMeetTimeout);
+  const int peer = 1 - rank;
+  const std::vector<int> both{0, 1};
+  const auto sync = [&] {
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  };
+  for (const int64_t bytes : settings.sizes) {
+    auto tensor = torch::ones({bytes / static_cast<int64_t>(sizeof(float))},
+                              torch::TensorOptions().device(device));
+    std::vector<double> one_way, summed;
+    for (int run = 0; run < settings.warmup + settings.repeats; ++run) {
+      communicator->barrier();
+      const auto start = std::chrono::steady_clock::now();
+      if (rank == 0) {
+        communicator->send(tensor, peer, run, "the link probe")->wait();
+        communicator->recv(tensor, peer, run, "the link probe")->wait();
+      } else {
+        communicator->recv(tensor, peer, run, "the link probe")->wait();
+        communicator->send(tensor, peer, run, "the link probe")->wait();
+      }
+      sync();
+      const double round_trip = seconds_since(start);
+      communicator->barrier();
+      std::vector<torch::Tensor> buffer{tensor};
+      const auto reduce_start = std::chrono::steady_clock::now();
+      communicator->all_reduce_sum(buffer, both);
+      sync();
+      const double reduce = seconds_since(reduce_start);
+      if (run < settings.warmup) continue;
+      one_way.push_back(round_trip / 2);
+      summed.push_back(reduce);
+    }
+    if (rank == 0) samples.push_back({bytes, median(one_way), median(summed)});
+  }
+  communicator->barrier();
+}
+
+}  // namespace
+
+cluster::Link fit_link(const std::vector<std::pair<double, double>>& bytes_and_seconds) {
+  const double n = static_cast<double>(bytes_and_seconds.size());
+  double mean_bytes = 0, mean_seconds = 0;
+  for (const auto& [bytes, seconds] : bytes_and_seconds) {
+    mean_bytes += bytes / n;
+    mean_seconds += seconds / n;
+  }
+  double covariance = 0, variance = 0;
+  for (const auto& [bytes, seconds] : bytes_and_seconds) {
+    covariance += (bytes - mean_bytes) * (seconds - mean_seconds);
+    variance += (bytes - mean_bytes) * (bytes - mean_bytes);
+  }
+  const double per_byte = variance > 0 ? covariance / variance : 0.0;
+  cluster::Link link;
+  link.bandwidth = per_byte > 0 ? 1.0 / per_byte : std::numeric_limits<double>::infinity();
+  link.latency = std::max(0.0, mean_seconds - per_byte * mean_bytes);
+  return link;
+}
+
+LinkProfile profile_links(const LinkProfileSettings& settings) {
+  std::vector<LinkSample> samples;
+  std::vector<LinkSample> unused;
+  std::exception_ptr failures[kRanks];
+  // Rank 1 in a thread of its own, rank 0 (which hosts the store) here.
+  std::thread second([&] {
+    try {
+      run_rank(1, settings, unused);
+    } catch (...) {
+      failures[1] = std::current_exception();
+    }
+  });
+  try {
+    run_rank(0, settings, samples);
+  } catch (...) {
+    failures[0] = std::current_exception();
+  }
+  second.join();
+  for (const auto& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+  LinkProfile profile;
+  profile.backend = settings.device.is_cuda() ? "nccl" : "gloo";
+  profile.samples = samples;
+  std::vector<std::pair<double, double>> one_way, summed;
+  for (const auto& s : samples) {
+    one_way.emplace_back(static_cast<double>(s.bytes), s.point_to_point);
+    summed.emplace_back(static_cast<double>(s.bytes), s.all_reduce);
+  }
+  profile.point_to_point = fit_link(one_way);
+  profile.all_reduce = fit_link(summed);
+  profile.all_reduce.latency /= 2;  // a two-rank ring: two steps, each one latency
+  return profile;
+}
+
+}  // namespace hyperpipe::runtime

@@ -1,0 +1,51 @@
+// Measures the links between processes of this host through the runtime's own c10d
+// backend (Gloo on CPU, NCCL between two GPUs): point-to-point one way (half a ping-pong)
+// and a sum over two ranks, each at several sizes, fitted to latency + bytes / bandwidth.
+// Two ranks run as two threads of this process, as two training processes would meet.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hyperpipe/cluster/cluster.h"
+
+namespace hyperpipe::runtime {
+
+// From a few latency-bound to bandwidth-bound messages (activations of small models are
+// tens of KiB, gradients of a stage tens of MiB).
+inline const std::vector<int64_t> kLinkProbeBytes{16 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20};
+
+struct LinkProfileSettings {
+  int port = 0;  // a free port of 127.0.0.1 for the two ranks' rendezvous
+  // CPU (Gloo), or a CUDA device: the second rank then uses the next device (NCCL needs two).
+  torch::Device device = torch::kCPU;
+  std::vector<int64_t> sizes = kLinkProbeBytes;
+  int warmup = 3;
+  int repeats = 9;
+};
+
+struct LinkSample {
+  int64_t bytes = 0;
+  double point_to_point = 0;  // seconds, one way (median)
+  double all_reduce = 0;      // seconds (median)
+};
+
+struct LinkProfile {
+  std::string backend;  // "gloo" or "nccl"
+  std::vector<LinkSample> samples;
+  cluster::Link point_to_point;  // fitted: latency + bytes / bandwidth
+  // The link a two-rank ring all-reduce (2 · latency + bytes / bandwidth, as the cost
+  // model counts it) would need to take the measured times.
+  cluster::Link all_reduce;
+};
+
+// Throws CommunicationError if the two ranks cannot meet.
+LinkProfile profile_links(const LinkProfileSettings& settings);
+
+// Least squares of seconds = latency + bytes / bandwidth (latency at least 0).
+cluster::Link fit_link(const std::vector<std::pair<double, double>>& bytes_and_seconds);
+
+}  // namespace hyperpipe::runtime

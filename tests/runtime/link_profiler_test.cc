@@ -1,0 +1,50 @@
+#include "hyperpipe/runtime/link_profiler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "hyperpipe/launch/process_launcher.h"
+
+namespace hyperpipe::runtime {
+namespace {
+
+// Exact data recovers the line; noise-free points on latency + bytes / bandwidth.
+TEST(LinkProfiler, FitRecoversLatencyAndBandwidth) {
+  const double latency = 30e-6, bandwidth = 2e9;
+  std::vector<std::pair<double, double>> points;
+  for (const double bytes : {1e4, 1e5, 1e6, 1e7})
+    points.emplace_back(bytes, latency + bytes / bandwidth);
+  const auto link = fit_link(points);
+  EXPECT_NEAR(link.latency, latency, 1e-12);
+  EXPECT_NEAR(link.bandwidth, bandwidth, 1e-3 * bandwidth);
+  // Times that do not grow with size: no bandwidth limit, never a negative latency.
+  const auto flat = fit_link({{1e4, 1e-3}, {1e6, 1e-3}});
+  EXPECT_TRUE(std::isinf(flat.bandwidth));
+  EXPECT_NEAR(flat.latency, 1e-3, 1e-15);
+  EXPECT_GE(fit_link({{1e4, 0.0}, {1e6, 1e-2}}).latency, 0);
+}
+
+// Two real Gloo ranks on 127.0.0.1: every size measured, larger messages take longer, and
+// the fit is a link a transfer can be costed with.
+TEST(LinkProfiler, MeasuresGlooBetweenTwoRanks) {
+  LinkProfileSettings settings;
+  settings.port = launch::free_port();
+  settings.sizes = {64 << 10, 4 << 20};
+  settings.warmup = 1;
+  settings.repeats = 3;
+  const auto profile = profile_links(settings);
+  EXPECT_EQ(profile.backend, "gloo");
+  ASSERT_EQ(profile.samples.size(), 2u);
+  for (const auto& s : profile.samples) {
+    EXPECT_GT(s.point_to_point, 0);
+    EXPECT_GT(s.all_reduce, 0);
+  }
+  EXPECT_GT(profile.samples[1].point_to_point, profile.samples[0].point_to_point);
+  EXPECT_GT(profile.point_to_point.bandwidth, 0);
+  EXPECT_GE(profile.point_to_point.latency, 0);
+  EXPECT_GT(profile.all_reduce.bandwidth, 0);
+}
+
+}  // namespace
+}  // namespace hyperpipe::runtime
