@@ -234,6 +234,11 @@ class C10dCommunicator final : public Communicator {
       return std::make_unique<C10dPending>(launch(), std::move(tensor), timeout_, description);
     } catch (const c10::Error& error) {
       throw CommunicationError(fmt::format("{}: {}", description, error.what_without_backtrace()));
+    } catch (const std::runtime_error& error) {
+      // Gloo's own I/O errors (a peer that is gone resets the connection) surface here
+      // when the op is issued, before any wait.
+      if (dynamic_cast<const CommunicationError*>(&error)) throw;
+      throw CommunicationError(fmt::format("{}: {}", description, error.what()));
     }
   }
 
