@@ -367,8 +367,14 @@ TEST(Training, EmulatedDeviceTypesRunAtTheirSpeeds) {
   EXPECT_GT(ratio, 2.0);
   EXPECT_LT(ratio, 12.0);
   EXPECT_TRUE(fs::exists(dir + "/timeline.predicted.json"));  // the simulator's, beside it
-  // And the run checks the cost model: predicted against measured, printed and written.
-  EXPECT_NE(slurp(dir + "/log.txt").find("predicted "), std::string::npos);
+  // And the run checks the cost model: predicted against measured, printed and written,
+  // with a row per device group.
+  const std::string log = slurp(dir + "/log.txt");
+  EXPECT_NE(log.find("predicted "), std::string::npos);
+  EXPECT_NE(log.find("device group by device group"), std::string::npos) << log;
+  for (const char* row : {"stage 0: A100-40GB", "stage 1: T4", "stage 2: V100-16GB"}) {
+    EXPECT_NE(log.find(row), std::string::npos) << row << "\n" << log;
+  }
   const auto prediction = nlohmann::json::parse(slurp(dir + "/metrics.jsonl.prediction.json"));
   EXPECT_GT(prediction["predicted_iteration_s"].get<double>(), 0);
   EXPECT_GT(prediction["measured_iteration_s"].get<double>(), 0);
@@ -403,6 +409,12 @@ TEST(Profile, MeasuresTheEmulatedTypesAsTheyRunAndMerges) {
   EXPECT_LT(ratio, 9.0);
   EXPECT_EQ(db.find(host, 2)->match, cost::ProfileMatch::exact);
   EXPECT_EQ(db.find(a100, 1)->match, cost::ProfileMatch::exact);
+  // The links between two stand-ins, through Gloo, filed for the emulated cluster and
+  // printed; "--as host" measured no links and kept them.
+  const auto* links = db.links_for("cpu-emulated");
+  ASSERT_NE(links, nullptr);
+  EXPECT_EQ(links->backend, "gloo");
+  EXPECT_GT(links->point_to_point.bandwidth, 0);
   // A cluster of real GPUs has no stand-ins to derive.
   EXPECT_EQ(run_command(base + " --cluster a100x8 > " + dir + "/log.txt 2>&1"), 2);
   EXPECT_NE(slurp(dir + "/log.txt").find("a type with a `speed`"), std::string::npos);

@@ -6,6 +6,7 @@
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/timeline_comparison.h"
 #include "hyperpipe/runtime/trainer.h"
 
 namespace hyperpipe::cli {
@@ -78,7 +79,12 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
     options->data_seed = static_cast<uint64_t>(*seed);
     options->timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout_seconds * 1000.0));
     try {
-      runtime::train(*options, out);
+      const auto summary = runtime::train(*options, out);
+      if (summary.measured_timeline && summary.predicted_timeline) {
+        out << "\npredicted against measured, device group by device group:\n";
+        print_comparison(compare_timelines(*summary.predicted_timeline, *summary.measured_timeline),
+                         out);
+      }
     } catch (const runtime::CommunicationError& error) {
       throw CommandFailed(error.what(), kExitInternalError);
     }

@@ -93,7 +93,6 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
     }
   }
   const int64_t trace_step = options.trace_step.value_or(options.steps - 1);
-  const bool wants_timeline = options.trace_path || options.svg_path || options.timeline_path;
   const double tokens = static_cast<double>(plan.global_batch() * seq);
   double total_seconds = 0;
   const auto write_metrics = [&] {
@@ -126,7 +125,7 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
       save(step + 1);
       write_metrics();  // the metrics so far survive with the checkpoint
     }
-    if (step == trace_step && wants_timeline) {
+    if (step == trace_step) {
       communicator.store_set(fmt::format("track/{}", rendezvous.rank),
                              trace::track_to_json(result.track).dump());
     }
@@ -141,7 +140,7 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
       reporter ? sim::simulate_plan(costs, plan) : sim::PlanSimulation();
   const bool traced = trace_step >= summary.first_step && trace_step < options.steps;
   trace::Timeline timeline;
-  if (reporter && traced && wants_timeline) {
+  if (reporter && traced) {
     timeline.title = fmt::format("{} on {}: step {} (measured)", model.config().name,
                                  cluster.name(), trace_step + 1);
     for (int r = 0; r < layout.world_size(); ++r) {
@@ -167,6 +166,8 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
     write(options.svg_path, [](const trace::Timeline& t) { return trace::svg_gantt(t); });
     write(options.timeline_path,
           [](const trace::Timeline& t) { return trace::timeline_to_json(t).dump(); });
+    summary.measured_timeline = timeline;
+    summary.predicted_timeline = std::move(predicted);
   }
   if (reporter) {
     // Every run checks the cost model: the iteration it predicted against the one measured

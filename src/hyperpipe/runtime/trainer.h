@@ -11,6 +11,7 @@
 
 #include "hyperpipe/cost/profile_db.h"
 #include "hyperpipe/runtime/executor.h"
+#include "hyperpipe/trace/timeline.h"
 
 namespace hyperpipe::runtime {
 
@@ -50,6 +51,10 @@ struct TrainSummary {
   // Rank 0: the simulator's iteration for the plan, and the median measured one.
   double predicted_iteration = 0;
   double measured_iteration = 0;
+  // Rank 0, when the traced step ran: what every process did in it, and what the
+  // simulator predicted for the plan.
+  std::optional<trace::Timeline> measured_timeline;
+  std::optional<trace::Timeline> predicted_timeline;
 };
 
 // The exit code of a process that stops because another failed (its watchdog's).

@@ -1,0 +1,20 @@
+// A predicted timeline beside a measured one, device group by device group: compute, the
+// gradient sums and the rest (bubble and waits for transfers), predicted against
+// measured. `hyperpipe compare` reports it from files; `hyperpipe train` at the end of
+// every run with profiles.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "hyperpipe/trace/timeline.h"
+
+namespace hyperpipe::cli {
+
+// A "hyperpipe.comparison/1" document (docs/formats.md).
+nlohmann::json compare_timelines(const trace::Timeline& predicted, const trace::Timeline& measured);
+
+// The document as a table, one row per device group, and the iteration line.
+void print_comparison(const nlohmann::json& report, std::ostream& out);
+
+}  // namespace hyperpipe::cli
