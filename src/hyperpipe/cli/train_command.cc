@@ -81,7 +81,9 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
     try {
       const auto summary = runtime::train(*options, out);
       if (summary.measured_timeline && summary.predicted_timeline) {
-        out << "\npredicted against measured, device group by device group:\n";
+        out << fmt::format(
+            "\npredicted against measured in step {}, device group by device group:\n",
+            summary.traced_step);
         print_comparison(compare_timelines(*summary.predicted_timeline, *summary.measured_timeline),
                          out);
       }

@@ -167,6 +167,7 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
     write(options.timeline_path,
           [](const trace::Timeline& t) { return trace::timeline_to_json(t).dump(); });
     summary.measured_timeline = timeline;
+    summary.traced_step = trace_step + 1;
     summary.predicted_timeline = std::move(predicted);
   }
   if (reporter) {

@@ -55,6 +55,7 @@ struct TrainSummary {
   // simulator predicted for the plan.
   std::optional<trace::Timeline> measured_timeline;
   std::optional<trace::Timeline> predicted_timeline;
+  int64_t traced_step = 0;  // counted from 1, as printed
 };
 
 // The exit code of a process that stops because another failed (its watchdog's).
