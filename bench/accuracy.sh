@@ -4,11 +4,12 @@
 # plans — the planner's, baselines, hand-written splits and schedules — and compare each
 # one's predicted iteration with the measured one.
 #
-# A shared 2-core host drifts in speed by 10-20% over tens of seconds, so one profile and
-# one short run per plan measure the drift as much as the cost model. The bench therefore
-# runs in passes: each pass profiles afresh and then runs every plan once with that
-# profile (as a user would: profile, then train). A plan's error is its mean prediction
-# over the passes against its mean measured iteration.
+# A shared 2-core host drifts in speed by 10-30% over tens of seconds, so a profile taken
+# a minute before a run measures the drift as much as the cost model. Each run is
+# therefore preceded by a profile of the micro-batch sizes its plan uses (as a user
+# would: profile, then train), and the bench runs every plan in several passes; a plan's
+# error is its mean prediction over the passes against its mean measured iteration. The
+# plans themselves are made from one profile of every size, taken first.
 #
 # Prints a table, the mean absolute relative error, whether the plan predicted fastest
 # was the measured fastest, and the planner's measured speed-up over the uniform split.
@@ -24,13 +25,12 @@ out=build/accuracy
 rm -rf "$out"
 mkdir -p "$out"
 
-profile() {  # pass
-  $hp profile --model "$model" --cluster cpu-emulated --microbatch 1,2,4,8 \
-    --out "$out/profiles-$1.json" >/dev/null
+profile() {  # micro-batch sizes, output
+  $hp profile --model "$model" --cluster cpu-emulated --microbatch "$1" --out "$2" >/dev/null
 }
-profile 1
+profile 1,2,4,8 "$out/profiles.json"
 plan() { $hp plan --model "$model" --cluster cpu-emulated --global-batch 32 \
-  --profiles "$out/profiles-1.json" --max-tp 1 "$@" >/dev/null; }
+  --profiles "$out/profiles.json" --max-tp 1 "$@" >/dev/null; }
 plan --out "$out/planned.json"
 plan --baseline uniform --out "$out/uniform.json"
 plan --baseline capability --out "$out/capability.json"
@@ -49,11 +49,15 @@ write two-hetero '{"kind": "hetero-1f1b", "warmup": [4, 1]}' \
   '[{"layers": [0, 6], "devices": [0]}, {"layers": [6, 8], "devices": [1]}]'
 
 plans="planned uniform capability three-1f1b three-zb-h1 two-gpipe two-hetero"
+sizes() {  # the micro-batch sizes a plan uses (its pipelines may differ)
+  python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))
+print(",".join(sorted({str(q["micro_batch_size"]) for q in [p] + p.get("replicas", [])})))' "$1"
+}
 for pass in $(seq 1 "$passes"); do
-  [ "$pass" -gt 1 ] && profile "$pass"
   for name in $plans; do
+    profile "$(sizes "$out/$name.json")" "$out/$name-$pass.profiles.json"
     $hp launch --plan "$out/$name.json" --data examples/data/corpus.txt --steps "$steps" \
-      --profiles "$out/profiles-$pass.json" --metrics "$out/$name-$pass.jsonl" \
+      --profiles "$out/$name-$pass.profiles.json" --metrics "$out/$name-$pass.jsonl" \
       >"$out/$name-$pass.log" 2>&1
   done
   echo "pass $pass of $passes done" >&2

@@ -55,6 +55,28 @@ std::vector<std::pair<std::string, double>> targets(const ProfileArgs& args) {
   return result;
 }
 
+// "cpu", "cuda" (device 0) or "cuda:N".
+torch::Device profiled_device(const std::string& name) {
+  if (name == "cpu") return torch::kCPU;
+  int index = 0;
+  if (name != "cuda") {
+    const std::string prefix = "cuda:";
+    const std::string number = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : "";
+    if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) {
+      throw InputError("--device", name, "cpu, cuda or cuda:N");
+    }
+    index = std::stoi(number);
+  }
+  if (!torch::cuda::is_available()) {
+    throw InputError("--device", name, "cpu: this libtorch or machine has no CUDA");
+  }
+  if (index >= static_cast<int>(torch::cuda::device_count())) {
+    throw InputError("--device", name,
+                     fmt::format("a CUDA device below {}", torch::cuda::device_count()));
+  }
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(index)};
+}
+
 void run_profile(const ProfileArgs& args, std::ostream& out) {
   const model::Model model = model::load_model(args.model);
   const auto types = targets(args);  // checked before measuring anything
@@ -65,12 +87,7 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
   runtime::ProfileSettings settings;
   settings.micro_batches = args.micro_batches;
   settings.seq_len = args.seq_len;
-  if (args.device == "cuda") {
-    if (!torch::cuda::is_available()) {
-      throw InputError("--device", args.device, "cpu: this libtorch or machine has no CUDA");
-    }
-    settings.device = torch::Device(torch::kCUDA, 0);
-  }
+  settings.device = profiled_device(args.device);
   const std::string host = runtime::device_description(settings.device);
   out << fmt::format("profiling {} on {} ({} thread{})\n", model.config().name, host, args.threads,
                      args.threads == 1 ? "" : "s")
@@ -103,7 +120,12 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
     }
     table.print(out, "  ");
   }
-  if (args.cluster) {
+  const bool second_gpu =
+      !settings.device.is_cuda() || settings.device.index() + 1 < torch::cuda::device_count();
+  if (args.cluster && !second_gpu) {
+    out << "links not measured: NCCL needs a second GPU beside " << settings.device << '\n';
+  }
+  if (args.cluster && second_gpu) {
     // The stand-ins of an emulated cluster are processes of this host: their links are
     // the runtime's backend between two of them.
     const auto cluster_name = cluster::load_cluster(*args.cluster).name();
@@ -147,9 +169,7 @@ void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/
       "profile", "Measure each layer kind of a model on this device into a profile database");
   command->add_option("--model", args->model, "Catalogue name, model YAML or config.json")
       ->default_val("gpt2");
-  command->add_option("--device", args->device, "cpu or cuda")
-      ->default_val("cpu")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  command->add_option("--device", args->device, "cpu, cuda or cuda:N")->default_val("cpu");
   command->add_option("--microbatch", args->micro_batches, "Micro-batch sizes to measure")
       ->delimiter(',')
       ->default_str("1,2,4")
