@@ -6,6 +6,7 @@
 #include <malloc.h>
 #endif
 #ifdef HYPERPIPE_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
@@ -253,7 +254,11 @@ std::vector<cost::ProfileEntry> profile_layers(const model::Model& model,
 
 std::string device_description(const torch::Device& device) {
   if (device.is_cuda()) {
+#ifdef HYPERPIPE_WITH_CUDA
+    return at::cuda::getDeviceProperties(device.index())->name;  // "NVIDIA H100 80GB HBM3"
+#else
     return fmt::format("CUDA device {}", device.index());
+#endif
   }
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
