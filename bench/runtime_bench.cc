@@ -26,6 +26,7 @@
 #include "hyperpipe/runtime/layers.h"
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/stage_module.h"
+#include "hyperpipe/runtime/timing.h"
 #include "hyperpipe/schedule/generators.h"
 #include "hyperpipe/schedule/passes.h"
 #include "hyperpipe/sim/simulator.h"
@@ -34,6 +35,8 @@
 namespace {
 
 using namespace hyperpipe;
+using runtime::median;
+using runtime::seconds_since;
 
 const char* kModel =
     "name: bench-gpt\nflavour: gpt\nhidden: 256\nlayers: 8\nheads: 8\nvocab: 256\n"
@@ -43,15 +46,6 @@ constexpr int64_t kMicroBatch = 4;
 constexpr int kMicroBatches = 8;
 constexpr int kWarmupSteps = 2;
 constexpr int kProfileRepeats = 15;
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 struct StageTimes {
   double forward = 0;

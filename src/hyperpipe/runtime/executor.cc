@@ -10,6 +10,7 @@
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/runtime/deferred_weight_grads.h"
 #include "hyperpipe/runtime/stand_in_clock.h"
+#include "hyperpipe/runtime/timing.h"
 #include "hyperpipe/schedule/generators.h"
 #include "hyperpipe/schedule/passes.h"
 
@@ -35,10 +36,6 @@ struct Executor::Slot {
 namespace {
 
 enum Direction { kForward = 0, kBackward = 1 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 }  // namespace
 

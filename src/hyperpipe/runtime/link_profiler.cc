@@ -8,21 +8,13 @@
 
 #include "hyperpipe/runtime/communicator.h"
 #include "hyperpipe/runtime/rendezvous.h"
+#include "hyperpipe/runtime/timing.h"
 
 namespace hyperpipe::runtime {
 namespace {
 
 constexpr std::chrono::seconds kMeetTimeout{60};
 constexpr int kRanks = 2;
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // One rank's part; rank 0 fills `samples`.
 void run_rank(int rank, const LinkProfileSettings& settings, std::vector<LinkSample>& samples) {

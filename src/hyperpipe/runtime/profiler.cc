@@ -22,14 +22,10 @@
 #include "hyperpipe/runtime/stage_module.h"
 #include "hyperpipe/runtime/stand_in_clock.h"
 #include "hyperpipe/runtime/text_corpus.h"
+#include "hyperpipe/runtime/timing.h"
 
 namespace hyperpipe::runtime {
 namespace {
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 // Bytes written between timed ops to evict the caches (above any last-level cache of a
 // machine of this class) and the stride that touches each line once.
