@@ -224,13 +224,22 @@ TEST(CostModel, MeasuredLinksReplaceTheClustersOwn) {
     EXPECT_DOUBLE_EQ(costs.cluster().level_link(level).bandwidth, measured.bandwidth);
     EXPECT_DOUBLE_EQ(costs.cluster().level_link(level).latency, measured.latency);
   }
+  // Measured figures are what transfers reached: no efficiency discount on them.
+  EXPECT_DOUBLE_EQ(costs.link_efficiency(), 1.0);
   const auto between = costs.cluster().link_between(0, 2);
-  EXPECT_NEAR(costs.transfer(1e6, between).seconds,
-              40e-6 + 1e6 / (3e9 * costs.options().link_efficiency), 1e-15);
+  EXPECT_NEAR(costs.transfer(1e6, between).seconds, 40e-6 + 1e6 / 3e9, 1e-15);
+  // All-reduces run over the link fitted to the measured all-reduce, whatever link the
+  // caller names: ring over 4 ranks, 6 steps of a quarter each.
+  EXPECT_NEAR(costs.allreduce_time(4e6, 4, between), 6 * (20e-6 + 1e6 / 1e9), 1e-12);
+  DeviceGroup pair{"A100-40GB", 2, 1, measured, measured, 0, {0, 1}};
+  const double gradient_bytes = costs.range_params(1, 2, 1) * 2;  // fp16
+  EXPECT_NEAR(costs.gradient_allreduce_time(1, 2, pair), 2 * (20e-6 + gradient_bytes / 2 / 1e9),
+              1e-12);
   // Another cluster's measurement leaves this one as its file says.
   ProfileDb elsewhere;
   elsewhere.set_links({"a100x8", "nccl", measured, measured});
   const CostModel untouched(model, cluster, {}, &elsewhere);
+  EXPECT_DOUBLE_EQ(untouched.link_efficiency(), untouched.options().link_efficiency);
   EXPECT_DOUBLE_EQ(untouched.cluster().level_link(cluster::LinkLevel::intra_node).bandwidth,
                    cluster.level_link(cluster::LinkLevel::intra_node).bandwidth);
 }

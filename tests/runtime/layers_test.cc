@@ -2,8 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
+#include "hyperpipe/common/error.h"
 #include "hyperpipe/common/yaml_reader.h"
+#include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/runtime/communicator.h"
 #include "hyperpipe/runtime/stage_module.h"
 
 namespace hyperpipe::runtime {
@@ -114,6 +120,110 @@ TEST(Layers, LaterTokensNeverChangeEarlierLogits) {
     EXPECT_TRUE(torch::equal(before.slice(1, 0, 10), after.slice(1, 0, 10))) << yaml;
     EXPECT_FALSE(torch::allclose(before.slice(1, 10), after.slice(1, 10))) << yaml;
   }
+}
+
+// Norms and biases set to constants per name (the same in a whole layer and its shards),
+// so a bias added by every shard, or a norm left out, would show.
+void set_norms_and_biases(torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  double value = 0.1;
+  for (auto& p : module.named_parameters()) {
+    if (p.key().find("norm") != std::string::npos || p.key().find("bias") != std::string::npos) {
+      p.value().fill_(value);
+    }
+    value += 0.1;
+  }
+}
+
+// Two tensor-parallel ranks, threads over real Gloo, each building its shard of every
+// layer with the partial sums all-reduced: the embedding and the blocks give the whole
+// layer's output on both ranks, the head's two vocabulary slices of the logits put side
+// by side give the whole logits.
+TEST(Layers, TensorParallelShardsAddUpToTheWholeLayer) {
+  std::string tied = kGpt;
+  tied.replace(tied.find("tied_embeddings: false"), 22, "tied_embeddings: true");
+  for (const std::string& yaml : {std::string(kGpt), std::string(kLlama), tied}) {
+    const auto model = small_model(yaml);
+    const auto ids = torch::randint(0, 97, {2, 16}, torch::kLong);
+    const auto hidden = torch::randn({2, 16, 64});
+    const auto input = [&](const model::Layer& layer) {
+      return layer.kind() == model::LayerKind::embedding ? ids : hidden;
+    };
+    std::vector<torch::Tensor> whole;
+    {
+      torch::NoGradGuard no_grad;
+      for (const auto& layer : model.layers()) {
+        const auto module = make_layer(layer, model.config(), 7);
+        set_norms_and_biases(*module);
+        whole.push_back(module->forward(input(layer)));
+      }
+    }
+    constexpr int kShards = 2;
+    const int port = launch::free_port();
+    std::vector<torch::Tensor> sharded[kShards];
+    std::exception_ptr failures[kShards];
+    const auto run_rank = [&](int rank) {
+      try {
+        torch::NoGradGuard no_grad;  // per thread
+        Rendezvous rendezvous;
+        rendezvous.rank = rank;
+        rendezvous.world_size = kShards;
+        rendezvous.local_rank = rank;
+        rendezvous.port = port;
+        rendezvous.launcher = "none";
+        const auto communicator = connect(rendezvous, torch::kCPU, std::chrono::seconds(60));
+        TensorShard shard{kShards, rank, [&](const torch::Tensor& partial) {
+                            std::vector<torch::Tensor> sum{partial.contiguous()};
+                            communicator->all_reduce_sum(sum, {0, 1});
+                            return sum[0];
+                          }};
+        for (const auto& layer : model.layers()) {
+          const auto module = make_layer(layer, model.config(), 7, shard);
+          set_norms_and_biases(*module);
+          sharded[rank].push_back(module->forward(input(layer)));
+        }
+        communicator->barrier();
+      } catch (...) {
+        failures[rank] = std::current_exception();
+      }
+    };
+    std::thread second(run_rank, 1);
+    run_rank(0);
+    second.join();
+    for (const auto& failure : failures) {
+      if (failure) std::rethrow_exception(failure);
+    }
+    for (const auto& layer : model.layers()) {
+      const int l = layer.index();
+      if (layer.kind() == model::LayerKind::head) {
+        EXPECT_EQ(sharded[0][l].size(-1), 49);  // ⌈97 / 2⌉, the rest on rank 1
+        EXPECT_TRUE(
+            torch::allclose(torch::cat({sharded[0][l], sharded[1][l]}, -1), whole[l], 1e-5, 1e-5))
+            << yaml << layer.name();
+        continue;
+      }
+      for (int rank = 0; rank < kShards; ++rank) {
+        EXPECT_TRUE(torch::allclose(sharded[rank][l], whole[l], 1e-5, 1e-5))
+            << yaml << layer.name() << " rank " << rank;
+      }
+    }
+  }
+}
+
+TEST(Layers, ShardsMustSplitTheHeadsEvenly) {
+  const auto model = small_model(kLlama);  // 4 heads, 2 key/value heads, ffn 96
+  const auto& block = model.layers()[1];
+  EXPECT_THROW(make_layer(block, model.config(), 1, {3, 0, {}}), InputError);  // heads
+  EXPECT_THROW(make_layer(block, model.config(), 1, {4, 0, {}}), InputError);  // kv_heads
+  EXPECT_NO_THROW(make_layer(block, model.config(), 1, {2, 1, {}}));
+  EXPECT_THROW(make_layer(block, model.config(), 1, {2, 2, {}}), std::invalid_argument);
+  // A shard holds half the attention and MLP weights and the whole norms.
+  const auto half = make_layer(block, model.config(), 1, {2, 0, {}});
+  auto p = half->named_parameters();
+  EXPECT_EQ(p["qkv"].sizes(), (std::vector<int64_t>{(64 + 2 * 32) / 2, 64}));
+  EXPECT_EQ(p["out"].sizes(), (std::vector<int64_t>{64, 32}));
+  EXPECT_EQ(p["down"].sizes(), (std::vector<int64_t>{64, 48}));
+  EXPECT_EQ(p["mlp_norm"].numel(), 64);
 }
 
 TEST(Layers, RotaryScoresDependOnRelativePositionOnly) {

@@ -85,5 +85,41 @@ TEST(Profiler, OneEntryPerLayerKindAndMicroBatchThatTheCostModelUses) {
   EXPECT_NEAR(costs.optimizer_time(0, model.num_layers(), group), optimizer, 1e-12);
 }
 
+// --tp: every setting once more for each degree, filed under it; a shard holds half the
+// heads and MLP columns, so it keeps markedly fewer activations than the whole block.
+// The cost model reads the tp-2 entries for a tp-2 group and adds the all-reduces.
+TEST(Profiler, TensorParallelDegreesAreProfiledAsShards) {
+  const model::Model model(model::read_model_yaml(YamlField::load_string(
+      "name: sharded\nflavour: gpt\nhidden: 64\nlayers: 2\nheads: 4\nvocab: 256\n"
+      "seq_len: 32\ndtype: fp32\n",
+      "m")));
+  ProfileSettings settings;
+  settings.micro_batches = {2};
+  settings.tensor_parallel = {1, 2};
+  settings.warmup = 1;
+  settings.repeats = 3;
+  const auto entries = profile_layers(model, settings, {{"A100-80GB", 1.0}});
+  ASSERT_EQ(entries.size(), 6u);  // 2 degrees × 3 kinds
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(entries[k].key.tp, 1);
+    EXPECT_EQ(entries[3 + k].key.tp, 2);
+    EXPECT_EQ(entries[k].key.layer, entries[3 + k].key.layer);
+    EXPECT_GT(entries[3 + k].times.forward, 0);
+  }
+  const auto block_bytes = [&](int at) { return *entries[at].times.activation_bytes; };
+  EXPECT_LT(block_bytes(4), 0.85 * block_bytes(1));
+  EXPECT_GT(block_bytes(4), 0.3 * block_bytes(1));
+
+  cost::ProfileDb db;
+  for (const auto& e : entries) db.add(e);
+  const auto cluster = cluster::load_cluster("a100x8");
+  const cost::CostModel costs(model, cluster, {}, &db);
+  const auto pair = cost::make_device_group(cluster, {0, 1}, 1, 2);
+  const auto time = costs.range_time(1, 2, pair, 2, 32, model::Recompute::none);
+  EXPECT_EQ(time.source(), "profile");
+  EXPECT_GT(time.tp_communication, 0);
+  EXPECT_NEAR(time.forward, entries[4].times.forward + time.tp_communication / 2, 1e-12);
+}
+
 }  // namespace
 }  // namespace hyperpipe::runtime

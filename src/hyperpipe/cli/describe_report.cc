@@ -224,7 +224,7 @@ json describe_report(const cost::CostModel& costs, const DescribeSettings& setti
           {"cost_options",
            {{"matmul_efficiency", costs.options().matmul_efficiency},
             {"memory_efficiency", costs.options().memory_efficiency},
-            {"link_efficiency", costs.options().link_efficiency},
+            {"link_efficiency", costs.link_efficiency()},
             {"reserved_memory_bytes", costs.options().reserved_memory_bytes},
             {"allow_tf32", costs.options().allow_tf32}}}};
 }

@@ -25,6 +25,7 @@ struct ProfileArgs {
   std::string model = "gpt2";
   std::string device = "cpu";
   std::vector<int64_t> micro_batches{1, 2, 4};
+  std::vector<int> tensor_parallel{1};
   int64_t seq_len = 0;
   std::optional<std::string> as;
   std::optional<std::string> cluster;
@@ -86,6 +87,7 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
   runtime::keep_freed_memory();  // as the training processes do
   runtime::ProfileSettings settings;
   settings.micro_batches = args.micro_batches;
+  settings.tensor_parallel = args.tensor_parallel;
   settings.seq_len = args.seq_len;
   settings.device = profiled_device(args.device);
   const std::string host = runtime::device_description(settings.device);
@@ -106,10 +108,11 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
   const auto measured = runtime::profile_layers(model, settings, devices);
   for (const auto& device : devices) {
     out << fmt::format("{} (speed {:.2f})\n", device.name, device.speed);
-    Table table({"Layer", ">Micro-batch", ">F", ">B", ">W", ">Whole backward", ">Optimizer"});
+    Table table(
+        {"Layer", ">TP", ">Micro-batch", ">F", ">B", ">W", ">Whole backward", ">Optimizer"});
     for (const auto& entry : measured) {
       if (entry.key.device != device.name) continue;
-      table.add_row({std::string(model::to_string(entry.key.layer)),
+      table.add_row({std::string(model::to_string(entry.key.layer)), std::to_string(entry.key.tp),
                      std::to_string(entry.micro_batch),
                      fmt::format("{:.3f} ms", entry.times.forward * 1e3),
                      fmt::format("{:.3f} ms", entry.times.backward_input * 1e3),
@@ -173,6 +176,13 @@ void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/
   command->add_option("--microbatch", args->micro_batches, "Micro-batch sizes to measure")
       ->delimiter(',')
       ->default_str("1,2,4")
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--tp", args->tensor_parallel,
+                   "Tensor-parallel degrees: each times one rank's shard of every layer "
+                   "(its compute; the cost model adds the all-reduces)")
+      ->delimiter(',')
+      ->default_str("1")
       ->check(CLI::PositiveNumber);
   command->add_option("--seq", args->seq_len, "Sequence length (default: the model's)")
       ->check(CLI::PositiveNumber);

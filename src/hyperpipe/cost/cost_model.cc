@@ -57,7 +57,11 @@ CostModel::CostModel(const model::Model& model, const cluster::Cluster& cluster,
     : model_(model),
       cluster_(with_measured_links(cluster, profiles)),
       options_(options),
-      profiles_(profiles) {}
+      profiles_(profiles) {
+  if (const MeasuredLinks* measured = profiles ? profiles->links_for(cluster.name()) : nullptr) {
+    measured_all_reduce_ = measured->all_reduce;
+  }
+}
 
 model::Workload CostModel::workload(int64_t micro_batch, int64_t seq_len, int tp) const {
   return {micro_batch, seq_len, tp, options_.sequence_parallel};
@@ -106,7 +110,7 @@ ComputeTime CostModel::layer_time(int layer, const cluster::GpuType& type,
     time.recompute = rerun * time.forward;
     time.profiled_layers = 1;
     time.interpolated_layers = profiled->match == ProfileMatch::exact ? 0 : 1;
-    return time;  // measured with its tensor-parallel communication included
+    return time;  // the compute of one shard: range_time adds the tensor-parallel all-reduces
   }
   // Roofline per kernel class: products run at the achievable FLOP rate, the
   // element-wise kernels between them at the achievable memory bandwidth, one after
@@ -134,7 +138,7 @@ ComputeTime CostModel::range_time(int first, int last, const DeviceGroup& group,
   for (int layer = first; layer < last; ++layer) {
     ComputeTime time = layer_time(layer, type, work, recompute);
     const auto kind = model_.layers()[layer].kind();
-    if (group.tp > 1 && time.profiled_layers == 0 && kind == model::LayerKind::decoder_block) {
+    if (group.tp > 1 && kind == model::LayerKind::decoder_block) {
       const double one = allreduce_time(activation, group.tp, group.tp_link);
       time.tp_communication = 2.0 * kTpAllReducesPerBlock * one;
       time.forward += kTpAllReducesPerBlock * one;
@@ -184,9 +188,13 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
   return memory;
 }
 
+double CostModel::link_efficiency() const {
+  return measured_all_reduce_ ? 1.0 : options_.link_efficiency;
+}
+
 Transfer CostModel::transfer(double bytes, const cluster::Link& link) const {
   if (bytes <= 0 || std::isinf(link.bandwidth)) return {bytes, 0.0};
-  return {bytes, link.latency + bytes / (link.bandwidth * options_.link_efficiency)};
+  return {bytes, link.latency + bytes / (link.bandwidth * link_efficiency())};
 }
 
 Transfer CostModel::cut_transfer(int last_layer, int64_t micro_batch, int64_t seq_len,
@@ -204,9 +212,10 @@ Transfer CostModel::cut_transfer(int last_layer, int64_t micro_batch, int64_t se
 
 double CostModel::allreduce_time(double bytes, int ranks, const cluster::Link& link) const {
   if (ranks <= 1 || bytes <= 0) return 0.0;
+  const cluster::Link& used = measured_all_reduce_ ? *measured_all_reduce_ : link;
   const double steps = 2.0 * (ranks - 1);
   const double chunk = bytes / ranks;
-  return steps * (link.latency + chunk / (link.bandwidth * options_.link_efficiency));
+  return steps * (used.latency + chunk / (used.bandwidth * link_efficiency()));
 }
 
 double CostModel::gradient_allreduce_time(int first, int last, const DeviceGroup& group) const {

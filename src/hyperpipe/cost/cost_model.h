@@ -78,6 +78,9 @@ class CostModel {
   StageMemory stage_memory(int first, int last, const DeviceGroup& group, int64_t micro_batch,
                            int64_t seq_len, int in_flight, model::Recompute recompute) const;
 
+  // The share of a link's bandwidth that transfers reach: the options' for the links a
+  // cluster file states, 1 for links measured on the cluster (they are what was reached).
+  double link_efficiency() const;
   // Point-to-point: latency + bytes / (bandwidth · link efficiency).
   Transfer transfer(double bytes, const cluster::Link& link) const;
   // The activation (or, backwards, its gradient) crossing the cut after `last_layer` from
@@ -87,7 +90,8 @@ class CostModel {
                         const DeviceGroup& from, const DeviceGroup& to,
                         const cluster::Link& link) const;
   // Ring all-reduce of `bytes` over `ranks` (Patarasuk & Yuan, 2009):
-  // 2(n−1) steps, each moving bytes/n and paying one latency.
+  // 2(n−1) steps, each moving bytes/n and paying one latency. Over the link measured for
+  // all-reduces instead of `link` where the cluster's links were measured.
   double allreduce_time(double bytes, int ranks, const cluster::Link& link) const;
   // All-reduce of the gradients of layers [first, last) over the group's dp ranks.
   double gradient_allreduce_time(int first, int last, const DeviceGroup& group) const;
@@ -106,6 +110,8 @@ class CostModel {
 
   const model::Model& model_;
   cluster::Cluster cluster_;  // with the links measured for it, if `profiles` has them
+  // What a two-rank all-reduce measured on the cluster fits to, if `profiles` has it.
+  std::optional<cluster::Link> measured_all_reduce_;
   CostOptions options_;
   const ProfileDb* profiles_;
 };

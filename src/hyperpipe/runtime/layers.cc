@@ -1,8 +1,11 @@
 #include "hyperpipe/runtime/layers.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/runtime/deferred_weight_grads.h"
@@ -21,16 +24,57 @@ double residual_std(const model::TransformerConfig& config) {
   return kInitStd / std::sqrt(2.0 * static_cast<double>(config.layers));
 }
 
+// A shard's rows of a dimension of n: ⌈n/size⌉ from rank · ⌈n/size⌉ (the last shard may
+// hold fewer).
+struct ShardRows {
+  int64_t start = 0;
+  int64_t length = 0;
+};
+
+ShardRows shard_rows(int64_t n, const TensorShard& shard) {
+  const int64_t chunk = (n + shard.size - 1) / shard.size;
+  const int64_t start = std::min(n, chunk * shard.rank);
+  return {start, std::min(chunk, n - start)};
+}
+
+// The shard's slice of a whole layer's weight along `dim`, as its own tensor.
+torch::Tensor slice(const torch::Tensor& whole, int64_t dim, ShardRows rows) {
+  return whole.narrow(dim, rows.start, rows.length).clone();
+}
+
+torch::Tensor reduced(const TensorShard& shard, const torch::Tensor& partial) {
+  return shard.reduce ? shard.reduce(partial) : partial;
+}
+
+// Row-parallel projection: each shard's partial product, summed over the shards, then
+// the bias once.
+torch::Tensor row_parallel(const torch::Tensor& x, const torch::Tensor& weight,
+                           const torch::Tensor& bias, const TensorShard& shard) {
+  if (shard.size == 1) return runtime::linear(x, weight, bias);
+  const auto sum = reduced(shard, runtime::linear(x, weight));
+  return bias.defined() ? sum + bias : sum;
+}
+
+void require_split(const model::TransformerConfig& config, const char* field, int64_t count,
+                   const TensorShard& shard) {
+  if (count % shard.size != 0) {
+    throw InputError(
+        "model " + config.name, field,
+        fmt::format("{} must split evenly over {} tensor-parallel shards", count, shard.size));
+  }
+}
+
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight) {
   return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + kRmsNormEps) * weight;
 }
 
 class Embedding final : public LayerModule {
  public:
-  Embedding(const model::TransformerConfig& config, torch::Generator generator)
-      : offset_(config.position_offset) {
-    tokens_ =
-        register_parameter("tokens", normal({config.vocab, config.hidden}, kInitStd, generator));
+  Embedding(const model::TransformerConfig& config, torch::Generator generator,
+            const TensorShard& shard)
+      : offset_(config.position_offset), shard_(shard), rows_(shard_rows(config.vocab, shard)) {
+    tokens_ = register_parameter(
+        "tokens", slice(normal({config.vocab, config.hidden}, kInitStd, generator), 0, rows_));
     if (config.flavour == model::Flavour::gpt) {
       positions_ = register_parameter(
           "positions",
@@ -39,7 +83,7 @@ class Embedding final : public LayerModule {
   }
 
   torch::Tensor forward(const torch::Tensor& ids) override {
-    auto hidden = torch::embedding(tokens_, ids);
+    auto hidden = shard_.size == 1 ? torch::embedding(tokens_, ids) : vocabulary_parallel(ids);
     if (positions_.defined()) {
       const auto where =
           torch::arange(offset_, offset_ + ids.size(1), ids.options().dtype(torch::kLong));
@@ -49,37 +93,63 @@ class Embedding final : public LayerModule {
   }
 
  private:
+  // Each shard looks up the tokens of its vocabulary slice, zeros for the others; the
+  // sum over the shards is the whole lookup.
+  torch::Tensor vocabulary_parallel(const torch::Tensor& ids) const {
+    const auto local = ids - rows_.start;
+    const auto mine = (local >= 0).logical_and(local < rows_.length);
+    const auto found = torch::embedding(tokens_, local.clamp(0, rows_.length - 1));
+    return reduced(shard_, found * mine.unsqueeze(-1).to(found.scalar_type()));
+  }
+
   int64_t offset_;
+  TensorShard shard_;
+  ShardRows rows_;
   torch::Tensor tokens_;
   torch::Tensor positions_;
 };
 
 class Block final : public LayerModule {
  public:
-  Block(const model::TransformerConfig& config, torch::Generator generator)
+  Block(const model::TransformerConfig& config, torch::Generator generator,
+        const TensorShard& shard)
       : gpt_(config.flavour == model::Flavour::gpt),
-        heads_(config.heads),
-        kv_heads_(config.kv_heads),
-        head_dim_(config.head_dim()) {
+        heads_(config.heads / shard.size),
+        kv_heads_(config.kv_heads / shard.size),
+        head_dim_(config.head_dim()),
+        shard_(shard) {
+    require_split(config, "heads", config.heads, shard);
+    require_split(config, "kv_heads", config.kv_heads, shard);
+    require_split(config, "ffn_hidden", config.ffn_hidden, shard);
     const int64_t h = config.hidden;
     const int64_t kv = config.kv_dim();
     const int64_t ffn = config.ffn_hidden;
     const double out_std = residual_std(config);
+    // Column-parallel: the shard's query, key and value heads and MLP columns (rows of the
+    // weights); row-parallel: the matching input columns of the projections back.
+    const ShardRows queries = shard_rows(h, shard);
+    const ShardRows keys = shard_rows(kv, shard);
+    const ShardRows columns = shard_rows(ffn, shard);
+    const auto qkv_rows = [&](const torch::Tensor& whole) {
+      return torch::cat({slice(whole.narrow(0, 0, h), 0, queries),
+                         slice(whole.narrow(0, h, kv), 0, keys),
+                         slice(whole.narrow(0, h + kv, kv), 0, keys)});
+    };
     attention_norm_ = register_parameter("attention_norm", torch::ones({h}));
     if (gpt_) attention_norm_bias_ = register_parameter("attention_norm_bias", torch::zeros({h}));
-    qkv_ = register_parameter("qkv", normal({h + 2 * kv, h}, kInitStd, generator));
-    if (gpt_) qkv_bias_ = register_parameter("qkv_bias", torch::zeros({h + 2 * kv}));
-    out_ = register_parameter("out", normal({h, h}, out_std, generator));
+    qkv_ = register_parameter("qkv", qkv_rows(normal({h + 2 * kv, h}, kInitStd, generator)));
+    if (gpt_) qkv_bias_ = register_parameter("qkv_bias", qkv_rows(torch::zeros({h + 2 * kv})));
+    out_ = register_parameter("out", slice(normal({h, h}, out_std, generator), 1, queries));
     if (gpt_) out_bias_ = register_parameter("out_bias", torch::zeros({h}));
     mlp_norm_ = register_parameter("mlp_norm", torch::ones({h}));
     if (gpt_) mlp_norm_bias_ = register_parameter("mlp_norm_bias", torch::zeros({h}));
-    up_ = register_parameter("up", normal({ffn, h}, kInitStd, generator));
+    up_ = register_parameter("up", slice(normal({ffn, h}, kInitStd, generator), 0, columns));
     if (gpt_) {
-      up_bias_ = register_parameter("up_bias", torch::zeros({ffn}));
+      up_bias_ = register_parameter("up_bias", torch::zeros({columns.length}));
     } else {
-      gate_ = register_parameter("gate", normal({ffn, h}, kInitStd, generator));
+      gate_ = register_parameter("gate", slice(normal({ffn, h}, kInitStd, generator), 0, columns));
     }
-    down_ = register_parameter("down", normal({h, ffn}, out_std, generator));
+    down_ = register_parameter("down", slice(normal({h, ffn}, out_std, generator), 1, columns));
     if (gpt_) down_bias_ = register_parameter("down_bias", torch::zeros({h}));
   }
 
@@ -117,32 +187,35 @@ class Block final : public LayerModule {
     const auto future = torch::ones({s, s}, x.options().dtype(torch::kBool)).triu(1);
     scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
     const auto mixed = scores.softmax(-1).matmul(v).transpose(1, 2).reshape({b, s, -1});
-    return runtime::linear(mixed, out_, out_bias_);
+    return row_parallel(mixed, out_, out_bias_, shard_);
   }
 
   torch::Tensor mlp(const torch::Tensor& x) const {
     if (gpt_) {
       const auto inner =
           F::gelu(runtime::linear(x, up_, up_bias_), F::GELUFuncOptions().approximate("tanh"));
-      return runtime::linear(inner, down_, down_bias_);
+      return row_parallel(inner, down_, down_bias_, shard_);
     }
     // SwiGLU: down(silu(gate(x)) · up(x)).
     const auto inner = F::silu(runtime::linear(x, gate_)) * runtime::linear(x, up_);
-    return runtime::linear(inner, down_);
+    return row_parallel(inner, down_, {}, shard_);
   }
 
   bool gpt_;
   int64_t heads_;
   int64_t kv_heads_;
   int64_t head_dim_;
+  TensorShard shard_;
   torch::Tensor attention_norm_, attention_norm_bias_, qkv_, qkv_bias_, out_, out_bias_;
   torch::Tensor mlp_norm_, mlp_norm_bias_, up_, up_bias_, gate_, down_, down_bias_;
 };
 
 class Head final : public LayerModule {
  public:
-  Head(const model::TransformerConfig& config, torch::Generator generator, uint64_t seed)
+  Head(const model::TransformerConfig& config, torch::Generator generator, uint64_t seed,
+       const TensorShard& shard)
       : gpt_(config.flavour == model::Flavour::gpt) {
+    const ShardRows rows = shard_rows(config.vocab, shard);
     const int64_t h = config.hidden;
     if (config.final_norm) {
       norm_ = register_parameter("norm", torch::ones({h}));
@@ -151,10 +224,12 @@ class Head final : public LayerModule {
     if (config.tied_embeddings) {
       // The embedding's token matrix, drawn the same way from the embedding's generator.
       auto embedding = layer_generator(seed, 0);
-      weight_ = register_parameter("tied_tokens", normal({config.vocab, h}, kInitStd, embedding));
+      weight_ = register_parameter("tied_tokens",
+                                   slice(normal({config.vocab, h}, kInitStd, embedding), 0, rows));
       tied_ = true;
     } else {
-      weight_ = register_parameter("lm_head", normal({config.vocab, h}, kInitStd, generator));
+      weight_ = register_parameter("lm_head",
+                                   slice(normal({config.vocab, h}, kInitStd, generator), 0, rows));
     }
   }
 
@@ -202,7 +277,12 @@ torch::Generator layer_generator(uint64_t seed, int layer_index) {
 }
 
 std::shared_ptr<LayerModule> make_layer(const model::Layer& layer,
-                                        const model::TransformerConfig& config, uint64_t seed) {
+                                        const model::TransformerConfig& config, uint64_t seed,
+                                        const TensorShard& shard) {
+  if (shard.size < 1 || shard.rank < 0 || shard.rank >= shard.size) {
+    throw std::invalid_argument(
+        fmt::format("tensor-parallel shard {} of {}", shard.rank, shard.size));
+  }
   if (config.embed_dim != 0 && config.embed_dim != config.hidden) {
     throw InputError("model " + config.name, "embed_dim",
                      "the runtime builds models whose embedding width equals hidden");
@@ -210,11 +290,11 @@ std::shared_ptr<LayerModule> make_layer(const model::Layer& layer,
   auto generator = layer_generator(seed, layer.index());
   switch (layer.kind()) {
     case model::LayerKind::embedding:
-      return std::make_shared<Embedding>(config, generator);
+      return std::make_shared<Embedding>(config, generator, shard);
     case model::LayerKind::decoder_block:
-      return std::make_shared<Block>(config, generator);
+      return std::make_shared<Block>(config, generator, shard);
     case model::LayerKind::head:
-      return std::make_shared<Head>(config, generator, seed);
+      return std::make_shared<Head>(config, generator, seed, shard);
   }
   return nullptr;
 }

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "hyperpipe/model/layer.h"
@@ -33,10 +34,27 @@ class LayerModule : public torch::nn::Module {
   virtual torch::Tensor tied_weight() { return {}; }
 };
 
+// One rank's share of a layer under tensor parallelism (Megatron-LM, Shoeybi et al.,
+// 2019): a block holds heads/size attention heads (and key/value heads) and ffn/size MLP
+// columns, the embedding and the head a vocabulary slice of ⌈vocab/size⌉ rows. The
+// weights are the matching slices of the whole layer's, so the shards of one layer add up
+// to it. Where a tensor-parallel run all-reduces the shards' partial sums (after the
+// attention and the MLP, and the embedding's lookups), `reduce` is called; without it
+// the shard keeps its partial sum, which is what `hyperpipe profile --tp` times (the cost
+// model adds the all-reduces from the links). The head returns its vocabulary slice of
+// the logits. `reduce` acts in the forward only: the runtime does not train with tensor
+// parallelism yet.
+struct TensorShard {
+  int size = 1;
+  int rank = 0;
+  std::function<torch::Tensor(const torch::Tensor&)> reduce;
+};
+
 // Throws InputError when the runtime cannot build this shape (e.g. a projected
-// embedding width).
+// embedding width, or heads that do not split over the shards).
 std::shared_ptr<LayerModule> make_layer(const model::Layer& layer,
-                                        const model::TransformerConfig& config, uint64_t seed);
+                                        const model::TransformerConfig& config, uint64_t seed,
+                                        const TensorShard& shard = {});
 
 // Rotary position embedding on [b, heads, s, head_dim]: consecutive channel pairs rotated
 // by position × kRotaryBase^(−2i/head_dim) (Su et al.; Meta's reference model.py).

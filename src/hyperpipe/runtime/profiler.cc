@@ -106,12 +106,14 @@ struct Samples {
 // every micro-batch size and for every device type.
 class LayerBench {
  public:
-  LayerBench(const model::Model& model, int index, const torch::Device& device)
+  // `tp`: time rank 0's shard of the layer split over that many tensor-parallel ranks.
+  LayerBench(const model::Model& model, int index, const torch::Device& device, int tp)
       : model_(model),
         count_(model.layers()[index].kind() == model::LayerKind::decoder_block
                    ? std::min<int>(kProfiledBlocks, model.config().layers)
                    : 1),
-        layer_(model, index, index + count_, 0),
+        layer_(model, index, index + count_, 0, TensorShard{tp, 0, {}}),
+        vocabulary_slice_((model.config().vocab + tp - 1) / tp),
         device_(device) {
     layer_.to(device);
     adamw_ = make_optimizer(layer_.parameters(), {});
@@ -124,15 +126,15 @@ class LayerBench {
   // The head's forward includes the loss, as the last stage's does.
   void run(int64_t micro_batch, int64_t seq, Stopwatch& watch, Samples& into) {
     const auto options = torch::TensorOptions().device(device_);
-    const auto tokens = [&] {
-      return torch::randint(0, model_.config().vocab, {micro_batch, seq},
-                            options.dtype(torch::kLong));
+    const auto tokens = [&](int64_t vocab) {
+      return torch::randint(0, vocab, {micro_batch, seq}, options.dtype(torch::kLong));
     };
     const auto input = layer_.holds_embedding()
-                           ? tokens()
+                           ? tokens(model_.config().vocab)
                            : torch::randn({micro_batch, seq, model_.config().hidden}, options)
                                  .requires_grad_(true);
-    const auto targets = layer_.holds_head() ? tokens() : torch::Tensor();
+    // A shard's loss runs over its slice of the logits.
+    const auto targets = layer_.holds_head() ? tokens(vocabulary_slice_) : torch::Tensor();
     const auto run_forward = [&] {
       auto output = layer_.forward(input);
       if (layer_.holds_head()) output = cross_entropy_sum(output, targets);
@@ -178,6 +180,7 @@ class LayerBench {
   // several, and one block alone keeps its weights in cache as no stage does.
   int count_;
   StageModule layer_;
+  int64_t vocabulary_slice_;  // the logits a shard of the head computes
   torch::Device device_;
   std::unique_ptr<torch::optim::AdamW> adamw_;
 };
@@ -188,17 +191,24 @@ std::vector<cost::ProfileEntry> profile_layers(const model::Model& model,
                                                const ProfileSettings& settings,
                                                const std::vector<ProfiledDevice>& devices) {
   const int64_t seq = settings.seq_len > 0 ? settings.seq_len : model.config().seq_len;
-  // One of each kind: the embedding, the first block, the head.
+  // One of each kind: the embedding, the first block, the head; for each tp degree.
   const std::vector<int> kinds{0, 1, model.num_layers() - 1};
-  std::vector<std::unique_ptr<LayerBench>> benches;
-  for (const int index : kinds) {
-    benches.push_back(std::make_unique<LayerBench>(model, index, settings.device));
+  const auto& degrees = settings.tensor_parallel;
+  std::vector<std::unique_ptr<LayerBench>> benches;  // [tp][kind]
+  for (const int tp : degrees) {
+    for (const int index : kinds) {
+      benches.push_back(std::make_unique<LayerBench>(model, index, settings.device, tp));
+    }
   }
   std::vector<Stopwatch> watches;
   for (const auto& device : devices) watches.emplace_back(settings.device, device.speed);
-  // samples[device][micro-batch][kind]
-  const size_t settings_count = settings.micro_batches.size() * kinds.size();
-  std::vector<Samples> samples(devices.size() * settings_count);
+  // samples[device][tp][micro-batch][kind]
+  const size_t per_degree = settings.micro_batches.size() * kinds.size();
+  const size_t per_device = degrees.size() * per_degree;
+  const auto sample_index = [&](size_t d, size_t t, size_t m, size_t k) {
+    return d * per_device + t * per_degree + m * kinds.size() + k;
+  };
+  std::vector<Samples> samples(devices.size() * per_device);
   // Round after round, every setting once: a slow spell of the host (a busy neighbour on
   // a shared machine lasts seconds) then costs each setting one sample, which the median
   // drops, rather than all samples of the settings it happens to fall on.
@@ -209,11 +219,13 @@ std::vector<cost::ProfileEntry> profile_layers(const model::Model& model,
                         round < settings.warmup ? "warm-up" : fmt::format("round {}", round + 1));
     }
     for (size_t d = 0; d < devices.size(); ++d) {
-      for (size_t m = 0; m < settings.micro_batches.size(); ++m) {
-        for (size_t k = 0; k < kinds.size(); ++k) {
-          Samples& into = samples[d * settings_count + m * kinds.size() + k];
-          benches[k]->run(settings.micro_batches[m], seq, watches[d], into);
-          if (round < settings.warmup) into = Samples{};
+      for (size_t t = 0; t < degrees.size(); ++t) {
+        for (size_t m = 0; m < settings.micro_batches.size(); ++m) {
+          for (size_t k = 0; k < kinds.size(); ++k) {
+            Samples& into = samples[sample_index(d, t, m, k)];
+            benches[t * kinds.size() + k]->run(settings.micro_batches[m], seq, watches[d], into);
+            if (round < settings.warmup) into = Samples{};
+          }
         }
       }
     }
@@ -222,26 +234,25 @@ std::vector<cost::ProfileEntry> profile_layers(const model::Model& model,
 
   std::vector<cost::ProfileEntry> entries;
   for (size_t d = 0; d < devices.size(); ++d) {
-    for (size_t m = 0; m < settings.micro_batches.size(); ++m) {
-      for (size_t k = 0; k < kinds.size(); ++k) {
-        const Samples& taken = samples[d * settings_count + m * kinds.size() + k];
-        cost::ProfileEntry entry;
-        entry.key = {model.config().name,
-                     model.layers()[kinds[k]].kind(),
-                     devices[d].name,
-                     model.config().dtype,
-                     1,
-                     seq};
-        entry.micro_batch = settings.micro_batches[m];
-        entry.times.forward = median(taken.forward);
-        entry.times.backward_input = median(taken.backward_input);
-        entry.times.backward_weight = median(taken.backward_weight);
-        entry.times.backward = median(taken.backward);
-        entry.times.optimizer = median(taken.optimizer);
-        if (!taken.activation_bytes.empty()) {
-          entry.times.activation_bytes = median(taken.activation_bytes);
+    for (size_t t = 0; t < degrees.size(); ++t) {
+      for (size_t m = 0; m < settings.micro_batches.size(); ++m) {
+        for (size_t k = 0; k < kinds.size(); ++k) {
+          const Samples& taken = samples[sample_index(d, t, m, k)];
+          cost::ProfileEntry entry;
+          entry.key = {model.config().name, model.layers()[kinds[k]].kind(),
+                       devices[d].name,     model.config().dtype,
+                       degrees[t],          seq};
+          entry.micro_batch = settings.micro_batches[m];
+          entry.times.forward = median(taken.forward);
+          entry.times.backward_input = median(taken.backward_input);
+          entry.times.backward_weight = median(taken.backward_weight);
+          entry.times.backward = median(taken.backward);
+          entry.times.optimizer = median(taken.optimizer);
+          if (!taken.activation_bytes.empty()) {
+            entry.times.activation_bytes = median(taken.activation_bytes);
+          }
+          entries.push_back(entry);
         }
-        entries.push_back(entry);
       }
     }
   }

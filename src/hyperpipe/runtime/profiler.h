@@ -27,6 +27,9 @@ inline constexpr int kProfiledBlocks = 4;
 
 struct ProfileSettings {
   std::vector<int64_t> micro_batches{1, 2, 4};
+  // Tensor-parallel degrees: each times one rank's shard of every layer kind (layers.h),
+  // its compute without the all-reduces, which the cost model adds from the links.
+  std::vector<int> tensor_parallel{1};
   int64_t seq_len = 0;  // 0: the model's
   torch::Device device = torch::kCPU;
   int warmup = kProfileWarmup;    // rounds
@@ -44,9 +47,9 @@ struct ProfiledDevice {
   double speed = 1.0;
 };
 
-// One entry per device, layer kind and micro-batch size, keyed to the model (and its
-// dtype, which the cost model looks profiles up by; the runtime computes in fp32) and to
-// the device's name (the GPU type the planner will look up), with tp 1. The settings are
+// One entry per device, tp degree, layer kind and micro-batch size, keyed to the model
+// (and its dtype, which the cost model looks profiles up by; the runtime computes in
+// fp32) and to the device's name (the GPU type the planner will look up). The settings are
 // measured in rounds, each setting once a round, and each entry is the median over the
 // rounds after the warm-up.
 std::vector<cost::ProfileEntry> profile_layers(const model::Model& model,

@@ -4,10 +4,11 @@
 
 namespace hyperpipe::runtime {
 
-StageModule::StageModule(const model::Model& model, int first_layer, int end_layer, uint64_t seed)
+StageModule::StageModule(const model::Model& model, int first_layer, int end_layer, uint64_t seed,
+                         const TensorShard& shard)
     : first_(first_layer), end_(end_layer), layers_(model.num_layers()) {
   for (int l = first_; l < end_; ++l) {
-    chain_.push_back(make_layer(model.layers().at(l), model.config(), seed));
+    chain_.push_back(make_layer(model.layers().at(l), model.config(), seed, shard));
     register_module("layer" + std::to_string(l), chain_.back());
   }
 }

@@ -16,10 +16,13 @@ namespace hyperpipe::runtime {
 
 class StageModule : public torch::nn::Module {
  public:
-  StageModule(const model::Model& model, int first_layer, int end_layer, uint64_t seed);
+  // `shard`: this rank's share of each layer under tensor parallelism (layers.h).
+  StageModule(const model::Model& model, int first_layer, int end_layer, uint64_t seed,
+              const TensorShard& shard = {});
 
   // Token ids [b, s] when the stage holds the embedding, else hidden states [b, s, h];
-  // returns hidden states, or logits [b, s, vocab] when it holds the head.
+  // returns hidden states, or logits [b, s, vocab] when it holds the head (the shard's
+  // vocabulary slice of them under tensor parallelism).
   torch::Tensor forward(torch::Tensor input);
 
   int first_layer() const { return first_; }

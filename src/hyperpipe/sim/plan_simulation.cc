@@ -145,7 +145,7 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
     const int64_t micro_batch = pipeline.micro_batch_size;
     const auto forward = costs.cut_transfer(last_layer, micro_batch, seq, from, to, link);
     const auto backward = costs.cut_transfer(last_layer, micro_batch, seq, to, from, link);
-    const double rate = link.bandwidth * costs.options().link_efficiency;
+    const double rate = link.bandwidth * costs.link_efficiency();
     input.activations.push_back(
         {forward.bytes / rate, forward.seconds - forward.bytes / rate, link_id(from, to)});
     result.stages[first_report + s].activation_transfer = forward.seconds;
