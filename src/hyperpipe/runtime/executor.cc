@@ -376,14 +376,18 @@ StepResult Executor::step(int64_t step) {
   // Global norm: each rank adds its share (÷ its dp and the pipelines, as every dp rank of
   // every pipeline holds the same sums) with the head's tied copy left out, and the loss
   // of its samples.
+  // Computing it is part of the optimizer's work (its profile includes it).
   double squares = 0;
-  for (const auto& chunk : chunks_) {
-    const auto tied = chunk->tied_head_tokens();
-    for (const auto& p : chunk->parameters()) {
-      if (tied.defined() && p.is_same(tied)) continue;
-      squares += p.grad().pow(2).sum().item<double>();
+  timed({"optimizer", -1, -1, 0, 0, 0}, [&] {
+    for (const auto& chunk : chunks_) {
+      const auto tied = chunk->tied_head_tokens();
+      std::vector<torch::Tensor> counted;
+      for (const auto& p : chunk->parameters()) {
+        if (!tied.defined() || !p.is_same(tied)) counted.push_back(p);
+      }
+      squares += gradient_squares(counted);
     }
-  }
+  });
   std::vector<torch::Tensor> totals{
       torch::tensor({squares / role_.dp / plan_.pipeline_count(), loss_sum_}, torch::kDouble)
           .to(options_.device)};
@@ -397,12 +401,7 @@ StepResult Executor::step(int64_t step) {
   result.grad_norm = std::sqrt(sums[0].item<double>());
   result.loss = sums[1].item<double>();
   const double factor = clip_factor(result.grad_norm, options_.optimizer.clip_norm);
-  timed({"optimizer", -1, -1, 0, 0, 0}, [&] {
-    if (factor < 1.0) {
-      for (auto& p : parameters()) p.mutable_grad().mul_(factor);
-    }
-    optimizer_->step();
-  });
+  timed({"optimizer", -1, -1, 0, 0, 0}, [&] { clipped_step(*optimizer_, parameters(), factor); });
   result.seconds = seconds_since(start_);
   result.track = std::move(track_);
   return result;

@@ -27,4 +27,22 @@ double clip_factor(double global_norm, double clip_norm) {
   return factor < 1.0 ? factor : 1.0;
 }
 
+double gradient_squares(const std::vector<torch::Tensor>& parameters) {
+  double squares = 0;
+  for (const auto& p : parameters) {
+    if (p.grad().defined()) squares += p.grad().pow(2).sum().item<double>();
+  }
+  return squares;
+}
+
+void clipped_step(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& parameters,
+                  double factor) {
+  if (factor < 1.0) {
+    for (const auto& p : parameters) {
+      if (p.grad().defined()) p.grad().mul_(factor);
+    }
+  }
+  optimizer.step();
+}
+
 }  // namespace hyperpipe::runtime

@@ -29,4 +29,13 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Ten
 // The factor clip_grad_norm_ scales gradients by for this global norm (1 when within).
 double clip_factor(double global_norm, double clip_norm);
 
+// Σ of the squared gradients of `parameters` (those that have one): this rank's share
+// of the squared global norm.
+double gradient_squares(const std::vector<torch::Tensor>& parameters);
+
+// The step after the norm is known: gradients scaled by `factor` where it clips (< 1),
+// then the optimizer's update.
+void clipped_step(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& parameters,
+                  double factor);
+
 }  // namespace hyperpipe::runtime
