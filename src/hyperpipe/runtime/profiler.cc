@@ -176,7 +176,8 @@ class LayerBench {
       w = watch.seconds() / count_;
     }
     into.backward_weight.push_back(w);
-    for (auto& p : layer_.parameters()) p.mutable_grad() = torch::Tensor();
+    // The gradients stay: the next round's backward adds to them, as the backward of every
+    // micro-batch after a step's first does.
   }
 
  private:
