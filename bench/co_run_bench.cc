@@ -1,47 +1,35 @@
-// How much slower one process computes while another computes beside it on this host:
-// the CPU-emulated cluster runs every device on the host's cores, and a profile is taken
-// with the other cores idle. A dense float matrix product (compute-bound, as the blocks'
-// products are) is timed in the thread's CPU time, alternately with the other cores idle
-// and with one busy child process per other core running the same product; alternating
-// round by round keeps the host's slow drift out of the ratio.
-// Usage: build/bench/co_run_bench [rounds, default 30]
+// How much the cores of this host slow each other, for the work the CPU-emulated cluster
+// does: every device there is a process of this host, and `hyperpipe profile` times each
+// op with the other cores idle. A chain of tiny-gpt's blocks (the profiler's) is timed in
+// this thread's CPU time, round by round with the other cores idle and with a thread per
+// other core running its own copy of the chain; alternating keeps the host's drift out of
+// the ratio. A hand-written vectorised product is timed the same way for comparison.
+// Usage: build/bench/co_run_bench [rounds, default 12]   (from the repository root)
 #include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <array>
-#include <csignal>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
+#include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/runtime/profiler.h"
+#include "hyperpipe/runtime/stage_module.h"
+
+namespace hyperpipe::runtime {
 namespace {
 
-// 192² floats: three matrices fit in a core's L2, as a block's tiles do.
-constexpr int kSide = 192;
-constexpr int kProductsPerSample = 60;
-constexpr int kDefaultRounds = 30;
-// Time for the co-runners to start, and for the host to settle after they stop.
+constexpr int kDefaultRounds = 12;
+constexpr double kSampleSeconds = 0.05;  // long enough for scheduler slices to average out
 constexpr auto kSettle = std::chrono::milliseconds(20);
-
-struct Matrices {
-  std::vector<float> a, b, c;
-  Matrices() : a(kSide * kSide), b(kSide * kSide), c(kSide * kSide) {
-    for (int i = 0; i < kSide * kSide; ++i) {
-      a[i] = static_cast<float>(i % 97) / 97.0f;
-      b[i] = static_cast<float>(i % 89) / 89.0f;
-    }
-  }
-  void multiply() {
-    for (int i = 0; i < kSide; ++i) {
-      for (int k = 0; k < kSide; ++k) {
-        const float x = a[i * kSide + k];
-        for (int j = 0; j < kSide; ++j) c[i * kSide + j] += x * b[k * kSide + j];
-      }
-    }
-  }
-};
+constexpr int64_t kMicroBatch = 4;
+// 192² floats: three matrices fit in a core's L2.
+constexpr int kSide = 192;
 
 double thread_cpu_seconds() {
   timespec now{};
@@ -50,39 +38,87 @@ double thread_cpu_seconds() {
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * kNanosecond;
 }
 
-}  // namespace
+using Work = std::function<void()>;
 
-int main(int argc, char** argv) {
-  const int rounds = argc > 1 ? std::atoi(argv[1]) : kDefaultRounds;
-  const unsigned cores = std::max(2u, std::thread::hardware_concurrency());
-  Matrices m;
-  std::array<double, 2> total{0, 0};  // [idle, busy]
-  for (int round = 0; round < rounds; ++round) {
-    for (int busy = 0; busy < 2; ++busy) {
-      std::vector<pid_t> children;
-      for (unsigned c = 0; busy && c + 1 < cores; ++c) {
-        const pid_t child = fork();
-        if (child == 0) {
-          for (;;) m.multiply();
+// The share by which `make()`'s work slows in this thread's CPU time while `co_runners`
+// threads run their own copies.
+double co_run_slowdown(const std::function<Work()>& make, int co_runners, int rounds) {
+  Work timed = make();
+  timed();
+  const double start = thread_cpu_seconds();
+  timed();
+  const int runs = std::max(1, static_cast<int>(kSampleSeconds / (thread_cpu_seconds() - start)));
+  std::atomic<bool> busy{false}, done{false};
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < co_runners; ++c) {
+    threads.emplace_back([&] {
+      Work work = make();
+      ++ready;
+      while (!done) {
+        if (busy) {
+          work();
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
-        children.push_back(child);
       }
+    });
+  }
+  while (ready < co_runners) std::this_thread::sleep_for(kSettle);
+  double alone = 0, beside = 0;
+  for (int round = 0; round < rounds; ++round) {
+    for (const bool others : {false, true}) {
+      busy = others;
       std::this_thread::sleep_for(kSettle);
-      const double start = thread_cpu_seconds();
-      for (int i = 0; i < kProductsPerSample; ++i) m.multiply();
-      total[busy] += thread_cpu_seconds() - start;
-      for (const pid_t child : children) {
-        kill(child, SIGKILL);
-        waitpid(child, nullptr, 0);
-      }
-      std::this_thread::sleep_for(kSettle);
+      const double before = thread_cpu_seconds();
+      for (int r = 0; r < runs; ++r) timed();
+      (others ? beside : alone) += thread_cpu_seconds() - before;
     }
   }
-  const double idle = total[0] / rounds;
-  const double busy = total[1] / rounds;
+  done = true;
+  for (auto& thread : threads) thread.join();
+  return beside / alone - 1.0;
+}
+
+Work block_chain(const model::Model& model) {
+  auto chain = std::make_shared<StageModule>(
+      model, 1, 1 + std::min<int>(kProfiledBlocks, model.config().layers), 0);
+  auto input = torch::randn({kMicroBatch, model.config().seq_len, model.config().hidden});
+  return [chain, input] {
+    torch::NoGradGuard no_grad;
+    chain->forward(input);
+  };
+}
+
+Work vector_product() {
+  auto m = std::make_shared<std::vector<float>>(3 * kSide * kSide, 0.5f);
+  return [m] {
+    float* a = m->data();
+    float* b = a + kSide * kSide;
+    float* c = b + kSide * kSide;
+    for (int i = 0; i < kSide; ++i) {
+      for (int k = 0; k < kSide; ++k) {
+        for (int j = 0; j < kSide; ++j) c[i * kSide + j] += a[i * kSide + k] * b[k * kSide + j];
+      }
+    }
+  };
+}
+
+}  // namespace
+}  // namespace hyperpipe::runtime
+
+int main(int argc, char** argv) {
+  using namespace hyperpipe;
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : runtime::kDefaultRounds;
+  const int cores = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+  torch::set_num_threads(1);  // as each training process
+  const auto model = model::load_model("examples/models/tiny-gpt.yaml");
+  const double blocks =
+      runtime::co_run_slowdown([&] { return runtime::block_chain(model); }, cores - 1, rounds);
+  const double product = runtime::co_run_slowdown(runtime::vector_product, cores - 1, rounds);
   fmt::print(
-      "{} products of {}²: {:.2f} ms CPU time with the other {} core(s) idle, {:.2f} ms "
-      "with them computing: {:+.1f}%\n",
-      kProductsPerSample, kSide, idle * 1e3, cores - 1, busy * 1e3, 100 * (busy / idle - 1));
+      "CPU time with the other {} core(s) computing, against idle: tiny-gpt block chain "
+      "{:+.1f}%, hand-vectorised {}² product {:+.1f}%\n",
+      cores - 1, 100 * blocks, runtime::kSide, 100 * product);
   return 0;
 }
