@@ -39,11 +39,10 @@ class Stopwatch {
  public:
   Stopwatch(const torch::Device& device, double speed) : device_(device), speed_(speed) {}
   void start() {
-    // Caches evicted first, then the sleep: in a run the op starts straight after it.
-    flush_caches();
     if (pending_sleep_ > 0) {
       std::this_thread::sleep_for(std::chrono::duration<double>(pending_sleep_));
     }
+    flush_caches();
     sync();
     start_ = std::chrono::steady_clock::now();
     work_start_ = work_seconds();
