@@ -1,9 +1,10 @@
 // How much the cores of this host slow each other, for the work the CPU-emulated cluster
 // does: every device there is a process of this host, and `hyperpipe profile` times each
 // op with the other cores idle. A chain of tiny-gpt's blocks (the profiler's) is timed in
-// this thread's CPU time, round by round with the other cores idle and with a thread per
-// other core running its own copy of the chain; alternating keeps the host's drift out of
-// the ratio. A hand-written vectorised product is timed the same way for comparison.
+// this thread's CPU time (stand_in_clock.h, one intra-op thread), round by round with the
+// other cores idle and with a thread per other core running its own copy of the chain;
+// alternating keeps the host's drift out of the ratio. A hand-written vectorised product
+// is timed the same way for comparison.
 // Usage: build/bench/co_run_bench [rounds, default 12]   (from the repository root)
 #include <fmt/format.h>
 
@@ -11,7 +12,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -20,6 +20,7 @@
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/runtime/profiler.h"
 #include "hyperpipe/runtime/stage_module.h"
+#include "hyperpipe/runtime/stand_in_clock.h"
 
 namespace hyperpipe::runtime {
 namespace {
@@ -31,13 +32,6 @@ constexpr int64_t kMicroBatch = 4;
 // 192² floats: three matrices fit in a core's L2.
 constexpr int kSide = 192;
 
-double thread_cpu_seconds() {
-  timespec now{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  constexpr double kNanosecond = 1e-9;
-  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * kNanosecond;
-}
-
 using Work = std::function<void()>;
 
 // The share by which `make()`'s work slows in this thread's CPU time while `co_runners`
@@ -45,9 +39,9 @@ using Work = std::function<void()>;
 double co_run_slowdown(const std::function<Work()>& make, int co_runners, int rounds) {
   Work timed = make();
   timed();
-  const double start = thread_cpu_seconds();
+  const double start = work_seconds();
   timed();
-  const int runs = std::max(1, static_cast<int>(kSampleSeconds / (thread_cpu_seconds() - start)));
+  const int runs = std::max(1, static_cast<int>(kSampleSeconds / (work_seconds() - start)));
   std::atomic<bool> busy{false}, done{false};
   std::atomic<int> ready{0};
   std::vector<std::thread> threads;
@@ -70,9 +64,9 @@ double co_run_slowdown(const std::function<Work()>& make, int co_runners, int ro
     for (const bool others : {false, true}) {
       busy = others;
       std::this_thread::sleep_for(kSettle);
-      const double before = thread_cpu_seconds();
+      const double before = work_seconds();
       for (int r = 0; r < runs; ++r) timed();
-      (others ? beside : alone) += thread_cpu_seconds() - before;
+      (others ? beside : alone) += work_seconds() - before;
     }
   }
   done = true;
