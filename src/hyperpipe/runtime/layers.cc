@@ -39,6 +39,7 @@ ShardRows shard_rows(int64_t n, const TensorShard& shard) {
 
 // The shard's slice of a whole layer's weight along `dim`, as its own tensor.
 torch::Tensor slice(const torch::Tensor& whole, int64_t dim, ShardRows rows) {
+  if (rows.start == 0 && rows.length == whole.size(dim)) return whole;  // unsharded: no copy
   return whole.narrow(dim, rows.start, rows.length).clone();
 }
 
@@ -131,6 +132,7 @@ class Block final : public LayerModule {
     const ShardRows keys = shard_rows(kv, shard);
     const ShardRows columns = shard_rows(ffn, shard);
     const auto qkv_rows = [&](const torch::Tensor& whole) {
+      if (shard.size == 1) return whole;
       return torch::cat({slice(whole.narrow(0, 0, h), 0, queries),
                          slice(whole.narrow(0, h, kv), 0, keys),
                          slice(whole.narrow(0, h + kv, kv), 0, keys)});
