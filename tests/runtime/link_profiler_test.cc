@@ -30,9 +30,11 @@ TEST(LinkProfiler, FitRecoversLatencyAndBandwidth) {
 TEST(LinkProfiler, MeasuresGlooBetweenTwoRanks) {
   LinkProfileSettings settings;
   settings.port = launch::free_port();
-  settings.sizes = {64 << 10, 4 << 20};
+  // Sizes 1024× apart and a median of five: on a loaded 2-core host a 64 KiB message once
+  // took longer than a 4 MiB one (scheduling delays of a millisecond or more).
+  settings.sizes = {16 << 10, 16 << 20};
   settings.warmup = 1;
-  settings.repeats = 3;
+  settings.repeats = 5;
   const auto profile = profile_links(settings);
   EXPECT_EQ(profile.backend, "gloo");
   ASSERT_EQ(profile.samples.size(), 2u);

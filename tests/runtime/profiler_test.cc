@@ -46,19 +46,26 @@ TEST(Profiler, OneEntryPerLayerKindAndMicroBatchThatTheCostModelUses) {
       EXPECT_GT(e.times.backward_weight, 0);
     }
   }
-  // Activation bytes: measured from the allocator, they grow with the micro-batch and
-  // agree with the model's analytic count (Korthikanti et al.; fp32 here) within 2×.
+  // Activation bytes: measured from the allocator, they grow with the micro-batch, and what
+  // one more sample adds to a block and to the head agrees with the model's analytic count
+  // (Korthikanti et al.; fp32 here) within 2×. The growth, not the total: the total also
+  // holds per-op buffers that do not scale with the micro-batch (some 30 KB for this tiny
+  // block, as much as its activations), and a few hundred bytes of heap bookkeeping move.
+  model::Workload one;
+  one.seq_len = 16;
   for (int k = 0; k < 3; ++k) {
     ASSERT_TRUE(entries[k].times.activation_bytes.has_value());
     ASSERT_TRUE(entries[3 + k].times.activation_bytes.has_value());
-    EXPECT_GT(*entries[3 + k].times.activation_bytes, 1.5 * *entries[k].times.activation_bytes);
+    const double growth =
+        *entries[3 + k].times.activation_bytes - *entries[k].times.activation_bytes;
+    EXPECT_GT(growth, 0) << "layer kind " << k;
+    if (k == 0) continue;  // the embedding saves only token ids: too few bytes to compare
+    const int layer = k == 1 ? 1 : model.num_layers() - 1;
+    const double per_sample =
+        static_cast<double>(model.layers()[layer].activation_bytes(one, model::Recompute::none));
+    EXPECT_GT(growth, per_sample / 2) << "layer kind " << k;
+    EXPECT_LT(growth, per_sample * 2) << "layer kind " << k;
   }
-  model::Workload one;
-  one.seq_len = 16;
-  const double analytic =
-      static_cast<double>(model.layers()[1].activation_bytes(one, model::Recompute::none));
-  EXPECT_GT(*entries[1].times.activation_bytes, analytic / 2);
-  EXPECT_LT(*entries[1].times.activation_bytes, analytic * 2);
   EXPECT_EQ(entries[0].micro_batch, 1);
   EXPECT_EQ(entries[3].micro_batch, 2);
 
