@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "hyperpipe/common/error.h"
@@ -135,14 +138,53 @@ void set_norms_and_biases(torch::nn::Module& module) {
   }
 }
 
-// Two tensor-parallel ranks, threads over real Gloo, each building its shard of every
-// layer with the partial sums all-reduced: the embedding and the blocks give the whole
-// layer's output on both ranks, the head's two vocabulary slices of the logits put side
-// by side give the whole logits.
-TEST(Layers, TensorParallelShardsAddUpToTheWholeLayer) {
+constexpr int kShards = 2;
+
+// Runs `work(shard)` on two tensor-parallel ranks, threads joined over real Gloo, and
+// rethrows what either threw.
+void on_two_shards(const std::function<void(const TensorShard&)>& work) {
+  const int port = launch::free_port();
+  std::exception_ptr failures[kShards];
+  const auto run_rank = [&](int rank) {
+    try {
+      Rendezvous rendezvous;
+      rendezvous.rank = rank;
+      rendezvous.world_size = kShards;
+      rendezvous.local_rank = rank;
+      rendezvous.port = port;
+      rendezvous.launcher = "none";
+      const auto communicator = connect(rendezvous, torch::kCPU, std::chrono::seconds(60));
+      const TensorShard shard{kShards, rank,
+                              std::make_shared<const ShardAllReduce>([&](torch::Tensor& tensor) {
+                                std::vector<torch::Tensor> sum{tensor};
+                                communicator->all_reduce_sum(sum, {0, 1});
+                              })};
+      work(shard);
+      communicator->barrier();
+    } catch (...) {
+      failures[rank] = std::current_exception();
+    }
+  };
+  std::thread second(run_rank, 1);
+  run_rank(0);
+  second.join();
+  for (const auto& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
+std::string tied_gpt() {
   std::string tied = kGpt;
   tied.replace(tied.find("tied_embeddings: false"), 22, "tied_embeddings: true");
-  for (const std::string& yaml : {std::string(kGpt), std::string(kLlama), tied}) {
+  return tied;
+}
+
+// Two tensor-parallel ranks, each building its shard of every layer with the partial
+// sums all-reduced: the embedding and the blocks give the whole layer's output on both
+// ranks, the head's two vocabulary slices of the logits put side by side give the whole
+// logits.
+TEST(Layers, TensorParallelShardsAddUpToTheWholeLayer) {
+  for (const std::string& yaml : {std::string(kGpt), std::string(kLlama), tied_gpt()}) {
     const auto model = small_model(yaml);
     const auto ids = torch::randint(0, 97, {2, 16}, torch::kLong);
     const auto hidden = torch::randn({2, 16, 64});
@@ -158,41 +200,15 @@ TEST(Layers, TensorParallelShardsAddUpToTheWholeLayer) {
         whole.push_back(module->forward(input(layer)));
       }
     }
-    constexpr int kShards = 2;
-    const int port = launch::free_port();
     std::vector<torch::Tensor> sharded[kShards];
-    std::exception_ptr failures[kShards];
-    const auto run_rank = [&](int rank) {
-      try {
-        torch::NoGradGuard no_grad;  // per thread
-        Rendezvous rendezvous;
-        rendezvous.rank = rank;
-        rendezvous.world_size = kShards;
-        rendezvous.local_rank = rank;
-        rendezvous.port = port;
-        rendezvous.launcher = "none";
-        const auto communicator = connect(rendezvous, torch::kCPU, std::chrono::seconds(60));
-        TensorShard shard{kShards, rank, [&](const torch::Tensor& partial) {
-                            std::vector<torch::Tensor> sum{partial.contiguous()};
-                            communicator->all_reduce_sum(sum, {0, 1});
-                            return sum[0];
-                          }};
-        for (const auto& layer : model.layers()) {
-          const auto module = make_layer(layer, model.config(), 7, shard);
-          set_norms_and_biases(*module);
-          sharded[rank].push_back(module->forward(input(layer)));
-        }
-        communicator->barrier();
-      } catch (...) {
-        failures[rank] = std::current_exception();
+    on_two_shards([&](const TensorShard& shard) {
+      torch::NoGradGuard no_grad;  // per thread
+      for (const auto& layer : model.layers()) {
+        const auto module = make_layer(layer, model.config(), 7, shard);
+        set_norms_and_biases(*module);
+        sharded[shard.rank].push_back(module->forward(input(layer)));
       }
-    };
-    std::thread second(run_rank, 1);
-    run_rank(0);
-    second.join();
-    for (const auto& failure : failures) {
-      if (failure) std::rethrow_exception(failure);
-    }
+    });
     for (const auto& layer : model.layers()) {
       const int l = layer.index();
       if (layer.kind() == model::LayerKind::head) {
@@ -210,15 +226,88 @@ TEST(Layers, TensorParallelShardsAddUpToTheWholeLayer) {
   }
 }
 
+// Training through the shards is training the whole model: the vocabulary-parallel loss
+// equals the whole cross-entropy on both ranks, the gradient of a stage's input is the
+// whole one on both, a parameter every shard holds whole gets the whole gradient on each,
+// and the slices of a split one get the slices of its gradient: their squares and their
+// products with the (random) weights add up over the shards to the whole gradient's. A
+// missing all-reduce in either direction (Megatron's f or g) breaks one of these.
+TEST(Layers, TensorParallelShardsTrainAsTheWholeModel) {
+  for (const std::string& yaml : {std::string(kGpt), std::string(kLlama), tied_gpt()}) {
+    const auto model = small_model(yaml);
+    const int layers = model.num_layers();
+    const auto ids = torch::randint(0, 97, {2, 16}, torch::kLong);
+    const auto targets = torch::randint(0, 97, {2, 16}, torch::kLong);
+    const auto hidden = torch::randn({2, 16, 64});
+    struct Run {
+      double loss = 0;
+      torch::Tensor input_grad;
+      std::map<std::string, torch::Tensor> weights, grads;
+      std::set<std::string> split;
+    };
+    // Two stages' worth: all layers from the token ids, and the blocks and head from a
+    // hidden input (whose gradient a stage sends back).
+    const auto run = [&](const TensorShard& shard) {
+      Run result;
+      for (const int first : {0, 1}) {
+        StageModule stage(model, first, layers, 7, shard);
+        set_norms_and_biases(stage);
+        auto input = first == 0 ? ids : hidden.clone().requires_grad_(true);
+        const auto loss = stage.loss_sum(stage.forward(input), targets);
+        loss.backward();
+        if (first == 0) {
+          result.loss = loss.item<double>();
+          for (const auto& p : stage.named_parameters()) {
+            result.weights[p.key()] = p.value().detach();
+            result.grads[p.key()] = p.value().grad();
+            if (stage.split_over_shards(p.key())) result.split.insert(p.key());
+          }
+        } else {
+          result.input_grad = input.grad();
+        }
+      }
+      return result;
+    };
+    const Run whole = run({});
+    EXPECT_TRUE(whole.split.empty());
+    Run shards[kShards];
+    on_two_shards([&](const TensorShard& shard) { shards[shard.rank] = run(shard); });
+    EXPECT_FALSE(shards[0].split.empty());
+    for (const auto& [name, grad] : whole.grads) {
+      if (shards[0].split.count(name)) {
+        double squares = 0, products = 0;
+        for (const auto& shard : shards) {
+          squares += shard.grads.at(name).pow(2).sum().item<double>();
+          products += (shard.grads.at(name) * shard.weights.at(name)).sum().item<double>();
+        }
+        EXPECT_NEAR(squares, grad.pow(2).sum().item<double>(),
+                    1e-4 * grad.pow(2).sum().item<double>() + 1e-12)
+            << yaml << name;
+        EXPECT_NEAR(products, (grad * whole.weights.at(name)).sum().item<double>(),
+                    1e-4 * grad.abs().sum().item<double>() + 1e-12)
+            << yaml << name;
+        continue;
+      }
+      for (const auto& shard : shards) {
+        EXPECT_TRUE(torch::allclose(shard.grads.at(name), grad, 1e-4, 1e-6)) << yaml << name;
+      }
+    }
+    for (const auto& shard : shards) {
+      EXPECT_NEAR(shard.loss, whole.loss, 1e-4 * whole.loss) << yaml;
+      EXPECT_TRUE(torch::allclose(shard.input_grad, whole.input_grad, 1e-4, 1e-6)) << yaml;
+    }
+  }
+}
+
 TEST(Layers, ShardsMustSplitTheHeadsEvenly) {
   const auto model = small_model(kLlama);  // 4 heads, 2 key/value heads, ffn 96
   const auto& block = model.layers()[1];
-  EXPECT_THROW(make_layer(block, model.config(), 1, {3, 0, {}}), InputError);  // heads
-  EXPECT_THROW(make_layer(block, model.config(), 1, {4, 0, {}}), InputError);  // kv_heads
-  EXPECT_NO_THROW(make_layer(block, model.config(), 1, {2, 1, {}}));
-  EXPECT_THROW(make_layer(block, model.config(), 1, {2, 2, {}}), std::invalid_argument);
+  EXPECT_THROW(make_layer(block, model.config(), 1, {3, 0}), InputError);  // heads
+  EXPECT_THROW(make_layer(block, model.config(), 1, {4, 0}), InputError);  // kv_heads
+  EXPECT_NO_THROW(make_layer(block, model.config(), 1, {2, 1}));
+  EXPECT_THROW(make_layer(block, model.config(), 1, {2, 2}), std::invalid_argument);
   // A shard holds half the attention and MLP weights and the whole norms.
-  const auto half = make_layer(block, model.config(), 1, {2, 0, {}});
+  const auto half = make_layer(block, model.config(), 1, {2, 0});
   auto p = half->named_parameters();
   EXPECT_EQ(p["qkv"].sizes(), (std::vector<int64_t>{(64 + 2 * 32) / 2, 64}));
   EXPECT_EQ(p["out"].sizes(), (std::vector<int64_t>{64, 32}));

@@ -33,7 +33,7 @@ struct ShardRows {
 
 ShardRows shard_rows(int64_t n, const TensorShard& shard) {
   const int64_t chunk = (n + shard.size - 1) / shard.size;
-  const int64_t start = std::min(n, chunk * shard.rank);
+  const int64_t start = shard.first_row(n);
   return {start, std::min(chunk, n - start)};
 }
 
@@ -44,7 +44,12 @@ torch::Tensor slice(const torch::Tensor& whole, int64_t dim, ShardRows rows) {
 }
 
 torch::Tensor reduced(const TensorShard& shard, const torch::Tensor& partial) {
-  return shard.reduce ? shard.reduce(partial) : partial;
+  return sum_over_shards(partial, shard.all_reduce);
+}
+
+// The input of the shard's column-parallel products: its gradient summed over the shards.
+torch::Tensor shared(const TensorShard& shard, const torch::Tensor& input) {
+  return shard.size == 1 ? input : copy_to_shards(input, shard.all_reduce);
 }
 
 // Row-parallel projection: each shard's partial product, summed over the shards, then
@@ -92,6 +97,8 @@ class Embedding final : public LayerModule {
     }
     return hidden;
   }
+
+  bool split_over_shards(const std::string& name) const override { return name == "tokens"; }
 
  private:
   // Each shard looks up the tokens of its vocabulary slice, zeros for the others; the
@@ -156,8 +163,13 @@ class Block final : public LayerModule {
   }
 
   torch::Tensor forward(const torch::Tensor& x) override {
-    const auto h = x + attention(norm(x, attention_norm_, attention_norm_bias_));
-    return h + mlp(norm(h, mlp_norm_, mlp_norm_bias_));
+    const auto h = x + attention(shared(shard_, norm(x, attention_norm_, attention_norm_bias_)));
+    return h + mlp(shared(shard_, norm(h, mlp_norm_, mlp_norm_bias_)));
+  }
+
+  bool split_over_shards(const std::string& name) const override {
+    return name == "qkv" || name == "qkv_bias" || name == "out" || name == "up" ||
+           name == "up_bias" || name == "gate" || name == "down";
   }
 
  private:
@@ -216,7 +228,7 @@ class Head final : public LayerModule {
  public:
   Head(const model::TransformerConfig& config, torch::Generator generator, uint64_t seed,
        const TensorShard& shard)
-      : gpt_(config.flavour == model::Flavour::gpt) {
+      : gpt_(config.flavour == model::Flavour::gpt), shard_(shard) {
     const ShardRows rows = shard_rows(config.vocab, shard);
     const int64_t h = config.hidden;
     if (config.final_norm) {
@@ -244,13 +256,17 @@ class Head final : public LayerModule {
                                            .eps(kLayerNormEps))
                     : rms_norm(x, norm_);
     }
-    return runtime::linear(normed, weight_);
+    return runtime::linear(shared(shard_, normed), weight_);
   }
 
   torch::Tensor tied_weight() override { return tied_ ? weight_ : torch::Tensor(); }
+  bool split_over_shards(const std::string& name) const override {
+    return name == "tied_tokens" || name == "lm_head";
+  }
 
  private:
   bool gpt_;
+  TensorShard shard_;
   bool tied_ = false;
   torch::Tensor norm_, norm_bias_, weight_;
 };

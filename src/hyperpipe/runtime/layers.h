@@ -5,12 +5,15 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "hyperpipe/model/layer.h"
 #include "hyperpipe/model/transformer_config.h"
+#include "hyperpipe/runtime/tensor_parallel.h"
 
 namespace hyperpipe::runtime {
 
@@ -32,22 +35,26 @@ class LayerModule : public torch::nn::Module {
   // The head's copy of a tied embedding matrix (nullptr elsewhere or when untied): its
   // gradient is summed with the embedding's every step so the two stay equal.
   virtual torch::Tensor tied_weight() { return {}; }
+  // Whether parameter `name` is split over the tensor-parallel shards (each holds its own
+  // slice) rather than held whole by each (norms, biases added after the sum).
+  virtual bool split_over_shards(const std::string& name) const = 0;
 };
 
 // One rank's share of a layer under tensor parallelism (Megatron-LM, Shoeybi et al.,
 // 2019): a block holds heads/size attention heads (and key/value heads) and ffn/size MLP
 // columns, the embedding and the head a vocabulary slice of ⌈vocab/size⌉ rows. The
 // weights are the matching slices of the whole layer's, so the shards of one layer add up
-// to it. Where a tensor-parallel run all-reduces the shards' partial sums (after the
-// attention and the MLP, and the embedding's lookups), `reduce` is called; without it
-// the shard keeps its partial sum, which is what `hyperpipe profile --tp` times (the cost
-// model adds the all-reduces from the links). The head returns its vocabulary slice of
-// the logits. `reduce` acts in the forward only: the runtime does not train with tensor
-// parallelism yet.
+// to it. With `all_reduce`, the shards of a tensor-parallel run sum their partial results
+// (after the attention and the MLP, and the embedding's lookups) and, backwards, the
+// gradients of the inputs they share (tensor_parallel.h); without it a shard keeps its
+// partial sums, which is what `hyperpipe profile --tp` times (the cost model adds the
+// all-reduces from the links). The head returns its vocabulary slice of the logits.
 struct TensorShard {
   int size = 1;
   int rank = 0;
-  std::function<torch::Tensor(const torch::Tensor&)> reduce;
+  std::shared_ptr<const ShardAllReduce> all_reduce;
+  // The first row of this shard's slice of a dimension of n rows.
+  int64_t first_row(int64_t n) const { return std::min(n, (n + size - 1) / size * rank); }
 };
 
 // Throws InputError when the runtime cannot build this shape (e.g. a projected

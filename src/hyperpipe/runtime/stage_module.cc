@@ -6,7 +6,11 @@ namespace hyperpipe::runtime {
 
 StageModule::StageModule(const model::Model& model, int first_layer, int end_layer, uint64_t seed,
                          const TensorShard& shard)
-    : first_(first_layer), end_(end_layer), layers_(model.num_layers()) {
+    : first_(first_layer),
+      end_(end_layer),
+      layers_(model.num_layers()),
+      vocab_(model.config().vocab),
+      shard_(shard) {
   for (int l = first_; l < end_; ++l) {
     chain_.push_back(make_layer(model.layers().at(l), model.config(), seed, shard));
     register_module("layer" + std::to_string(l), chain_.back());
@@ -26,6 +30,19 @@ torch::Tensor StageModule::embedding_tokens() {
 torch::Tensor StageModule::tied_head_tokens() {
   if (!holds_head()) return {};
   return chain_.back()->tied_weight();
+}
+
+torch::Tensor StageModule::loss_sum(const torch::Tensor& logits,
+                                    const torch::Tensor& targets) const {
+  if (shard_.size == 1) return cross_entropy_sum(logits, targets);
+  return vocab_parallel_cross_entropy_sum(logits, targets, shard_.first_row(vocab_), shard_.size,
+                                          shard_.rank, shard_.all_reduce);
+}
+
+bool StageModule::split_over_shards(const std::string& name) const {
+  if (shard_.size == 1) return false;
+  const size_t dot = name.find('.');
+  return chain_.at(parameter_layer(name) - first_)->split_over_shards(name.substr(dot + 1));
 }
 
 int parameter_layer(const std::string& name) {

@@ -33,11 +33,20 @@ class StageModule : public torch::nn::Module {
   // them (undefined tensors otherwise).
   torch::Tensor embedding_tokens();
   torch::Tensor tied_head_tokens();
+  // Σ of the cross-entropy over every token of the head's output and the targets [b, s]:
+  // over the whole vocabulary also when the shards hold slices of it.
+  torch::Tensor loss_sum(const torch::Tensor& logits, const torch::Tensor& targets) const;
+  // Whether parameter `name` ("layer7.qkv") is this shard's slice of the layer's, rather
+  // than a copy every shard holds whole.
+  bool split_over_shards(const std::string& name) const;
+  const TensorShard& shard() const { return shard_; }
 
  private:
   int first_;
   int end_;
   int layers_;
+  int64_t vocab_;
+  TensorShard shard_;
   std::vector<std::shared_ptr<LayerModule>> chain_;
 };
 
