@@ -265,7 +265,20 @@ INSTANTIATE_TEST_SUITE_P(
                            R"("micro_batch_size": 6, "micro_batches": 2, "schedule": "zb-h1",
                 "stages": [{"layers": [0, 3], "devices": [0, 1]},
                            {"layers": [3, 6], "devices": [2, 3, 4]}])",
-                           12, 6}),
+                           12, 6},
+                      // Tensor parallelism: Megatron shards (tied head and embedding split
+                      // by the same vocabulary slices), alone and beside data parallelism
+                      // with the weights' gradients deferred.
+                      Case{"tp-two-every-stage-1f1b",
+                           R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "1f1b",
+                "stages": [{"layers": [0, 3], "devices": [0, 1], "tp": 2},
+                           {"layers": [3, 6], "devices": [2, 3], "tp": 2}])",
+                           6, 2},
+                      Case{"tp-two-with-dp-two-zb-h1",
+                           R"("micro_batch_size": 4, "micro_batches": 2, "schedule": "zb-h1",
+                "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2},
+                           {"layers": [4, 6], "devices": [4, 5], "tp": 2}])",
+                           8, 4}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string name = info.param.name;
       std::replace(name.begin(), name.end(), '-', '_');
@@ -277,6 +290,16 @@ TEST(Training, LlamaFlavourMatchesOneProcess) {
                      R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "1f1b",
                         "stages": [{"layers": [0, 2], "devices": [0]},
                                    {"layers": [2, 6], "devices": [1]}])"),
+              reference(kTinyLlama, 6, 2));
+}
+
+// A LLaMA (untied) whose second stage alone is split in two: activations fan out from
+// the one unsplit rank to both shards, and one shard's input gradient returns.
+TEST(Training, TensorParallelStageBesideAWholeOne) {
+  expect_same(launch("llama-tp-after-whole", kTinyLlama,
+                     R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "1f1b",
+                        "stages": [{"layers": [0, 2], "devices": [0]},
+                                   {"layers": [2, 6], "devices": [1, 2], "tp": 2}])"),
               reference(kTinyLlama, 6, 2));
 }
 
@@ -300,17 +323,32 @@ TEST(Training, ResumedRunEqualsTheUninterruptedOne) {
   }
 }
 
-TEST(Training, ACheckpointLoadsIntoAnotherSplit) {
-  // Two steps on two stages, then two more on three stages cut elsewhere: the same as
-  // four steps in one process.
-  launch("repartition", kTinyGpt, kTwoStages, 2);
-  const std::string dir = prepare("repartition", kTinyGpt, kThreeStages, false);
+// Two steps with plan `first`, then two more resumed from its checkpoint with plan
+// `second` (in the same directory): the same as four steps in one process.
+void expect_resumed_run_matches(const std::string& name, const std::string& first,
+                                const std::string& second) {
+  launch(name, kTinyGpt, first, 2);
+  const std::string dir = prepare(name, kTinyGpt, second, false);
   ASSERT_EQ(run_command(kBinary + " launch --plan " + dir + "/plan.json" + common_options(dir, 4) +
                         " --resume > " + dir + "/log.txt 2>&1"),
             0)
       << slurp(dir + "/log.txt");
   EXPECT_NE(slurp(dir + "/log.txt").find("resuming from"), std::string::npos);
   expect_same({metric_losses(dir), checkpoint_weights(dir)}, reference(kTinyGpt, 6, 2, 4));
+}
+
+// Two stages, then three cut elsewhere.
+TEST(Training, ACheckpointLoadsIntoAnotherSplit) {
+  expect_resumed_run_matches("repartition", kTwoStages, kThreeStages);
+}
+
+// Checkpoints hold whole tensors: every stage split in two, then three unsplit stages.
+TEST(Training, ACheckpointLoadsIntoAnotherTensorParallelism) {
+  expect_resumed_run_matches("retensor",
+                             R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "1f1b",
+            "stages": [{"layers": [0, 3], "devices": [0, 1], "tp": 2},
+                       {"layers": [3, 6], "devices": [2, 3], "tp": 2}])",
+                             kThreeStages);
 }
 
 TEST(Training, LossGoesDownOnTheShippedCorpus) {

@@ -260,7 +260,7 @@ TEST(Layers, TensorParallelShardsTrainAsTheWholeModel) {
           for (const auto& p : stage.named_parameters()) {
             result.weights[p.key()] = p.value().detach();
             result.grads[p.key()] = p.value().grad();
-            if (stage.split_over_shards(p.key())) result.split.insert(p.key());
+            if (stage.split(p.key())) result.split.insert(p.key());
           }
         } else {
           result.input_grad = input.grad();
@@ -295,6 +295,34 @@ TEST(Layers, TensorParallelShardsTrainAsTheWholeModel) {
     for (const auto& shard : shards) {
       EXPECT_NEAR(shard.loss, whole.loss, 1e-4 * whole.loss) << yaml;
       EXPECT_TRUE(torch::allclose(shard.input_grad, whole.input_grad, 1e-4, 1e-6)) << yaml;
+    }
+  }
+}
+
+// Checkpoints hold whole tensors: the shards' slices join into the whole (fused query/key/
+// value rows part by part, an odd vocabulary unevenly), and each shard's slice of the
+// whole is what it holds.
+TEST(Layers, ShardSlicesJoinIntoTheWhole) {
+  const auto model = small_model(kLlama);  // 4 heads, 2 key/value heads: qkv rows 64+32+32
+  const StageModule whole(model, 0, model.num_layers(), 3);
+  std::map<std::string, torch::Tensor> joined[kShards];
+  on_two_shards([&](const TensorShard& shard) {
+    torch::NoGradGuard no_grad;
+    const StageModule mine(model, 0, model.num_layers(), 3, shard);
+    for (const auto& p : mine.named_parameters()) {
+      const auto split = mine.split(p.key());
+      if (!split) continue;
+      joined[shard.rank][p.key()] = whole_of(p.value(), *split, shard);
+      EXPECT_TRUE(torch::equal(shard_of(joined[shard.rank][p.key()], *split, shard), p.value()))
+          << p.key();
+    }
+  });
+  ASSERT_EQ(joined[0].size(), 1u + 5u * 2u + 1u);  // tokens, qkv out up gate down, lm_head
+  EXPECT_EQ(joined[0]["layer1.qkv"].size(0), 128);
+  EXPECT_EQ(joined[0]["layer3.lm_head"].size(0), 97);
+  for (const auto& [name, tensor] : joined[0]) {
+    for (const auto& rank : joined) {
+      EXPECT_TRUE(torch::equal(rank.at(name), whole.named_parameters()[name])) << name;
     }
   }
 }

@@ -66,7 +66,7 @@ TEST(RankLayout, OneProcessPerDeviceGroupByGroup) {
   EXPECT_EQ(layout.role(2).group, 1);
   EXPECT_EQ(layout.role(5).dp, 3);
   EXPECT_EQ(layout.rank_of(2, 1), 4);
-  EXPECT_EQ(layout.group_ranks(2), (std::vector<int>{3, 4, 5}));
+  EXPECT_EQ(layout.dp_ranks(0, 2), (std::vector<int>{3, 4, 5}));
 }
 
 TEST(RankLayout, PipelinesSideBySideFollowThePlansOwn) {
@@ -83,13 +83,89 @@ TEST(RankLayout, PipelinesSideBySideFollowThePlansOwn) {
   EXPECT_EQ(layout.role(3).pipeline, 1);
   EXPECT_EQ(layout.role(3).device, 5);
   EXPECT_EQ(layout.rank_of(1, 0, 1), 4);
-  EXPECT_EQ(layout.group_ranks(0, 1), (std::vector<int>{1, 2}));
+  EXPECT_EQ(layout.dp_ranks(0, 1), (std::vector<int>{1, 2}));
 }
 
-TEST(RankLayout, RefusesTensorParallelism) {
+// Inside a device group, shards vary fastest: devices[dp_index · tp + tp_index], as the
+// plan lists them. dp_ranks pairs the same shard of every data-parallel rank, tp_ranks the
+// shards of one.
+TEST(RankLayout, ShardsOfOneDataParallelRankAreNeighbours) {
+  plan::Plan plan;
+  plan.micro_batch_size = 2;
+  plan.stages = {{0, 2, {7}, 1, 1, model::Recompute::none},
+                 {2, 5, {0, 1, 2, 3}, 2, 2, model::Recompute::none}};
+  const RankLayout layout(plan, "p.json");
+  EXPECT_EQ(layout.world_size(), 5);
+  EXPECT_EQ(layout.role(0).tp, 1);
+  const auto& r = layout.role(3);  // group 1: dp 0 tp 0, dp 0 tp 1, dp 1 tp 0, dp 1 tp 1
+  EXPECT_EQ(r.group, 1);
+  EXPECT_EQ(r.dp_index, 1);
+  EXPECT_EQ(r.tp_index, 0);
+  EXPECT_EQ(r.tp, 2);
+  EXPECT_EQ(r.device, 2);
+  EXPECT_EQ(layout.rank_of(0, 1, 1, 1), 4);
+  EXPECT_EQ(layout.dp_ranks(0, 1, 1), (std::vector<int>{2, 4}));
+  EXPECT_EQ(layout.tp_ranks(0, 1, 1), (std::vector<int>{3, 4}));
+  EXPECT_EQ(layout.tp_ranks(0, 0, 0), (std::vector<int>{0}));
+}
+
+// Gradients of a layer are summed across pipelines shard by shard, so a replica must
+// split every layer as the plan's own pipeline does; the chunks of one device group are
+// one shard each.
+TEST(RankLayout, RefusesShardingItCannotRun) {
   plan::Plan plan;
   plan.stages = {{0, 14, {0, 1}, 1, 2, model::Recompute::none}};
-  EXPECT_THROW(RankLayout(plan, "tp.json"), InputError);
+  plan::Pipeline replica;
+  replica.stages = {{0, 14, {2}, 1, 1, model::Recompute::none}};
+  plan.replicas.push_back(replica);
+  try {
+    RankLayout(plan, "tp.json");
+    FAIL() << "a replica splitting layers differently was accepted";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("replicas[0].stages"), std::string::npos)
+        << error.what();
+  }
+  plan::Plan chunks;
+  chunks.chunks = 2;
+  chunks.stages = {{0, 4, {0, 1}, 1, 2, model::Recompute::none},
+                   {4, 8, {2}, 1, 1, model::Recompute::none},
+                   {8, 11, {0, 1}, 2, 1, model::Recompute::none},
+                   {11, 14, {2}, 1, 1, model::Recompute::none}};
+  EXPECT_THROW(RankLayout(chunks, "chunks.json"), InputError);
+}
+
+// What the shards need of the model: key/value heads and MLP columns split evenly, and a
+// tied head on as many shards as the embedding.
+TEST(CheckShards, NamesTheStageAndTheModelField) {
+  model::TransformerConfig config;
+  config.name = "m";
+  config.heads = 8;
+  config.kv_heads = 2;
+  config.ffn_hidden = 96;
+  config.tied_embeddings = false;
+  plan::Plan plan;
+  plan.stages = {{0, 3, {0, 1}, 1, 2, model::Recompute::none},
+                 {3, 6, {2, 3, 4, 5}, 1, 4, model::Recompute::none}};
+  const auto message = [&] {
+    try {
+      check_shards(plan, config, "p.json");
+    } catch (const InputError& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message().find("stages[1].tp"), std::string::npos) << message();  // kv_heads 2
+  EXPECT_NE(message().find("kv_heads"), std::string::npos) << message();
+  config.kv_heads = 4;
+  EXPECT_EQ(message(), "");
+  config.ffn_hidden = 90;
+  EXPECT_NE(message().find("ffn_hidden"), std::string::npos) << message();
+  config.ffn_hidden = 96;
+  config.tied_embeddings = true;
+  EXPECT_NE(message().find("ties"), std::string::npos) << message();
+  plan.stages[1].tp = 2;
+  plan.stages[1].dp = 2;
+  EXPECT_EQ(message(), "");
 }
 
 }  // namespace

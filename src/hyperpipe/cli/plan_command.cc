@@ -304,8 +304,7 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
       ->check(positive_integer());
   command
       ->add_option("--max-tp", args->max_tp,
-                   "Widest tensor parallelism to consider (1 for plans to train with "
-                   "hyperpipe train, which has no tensor parallelism yet)")
+                   "Widest tensor parallelism to consider (default: as wide as a node)")
       ->check(CLI::PositiveNumber);
   command->add_option("--max-stages", args->max_stages, "Most pipeline stages to consider")
       ->check(positive_integer())

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -31,20 +32,26 @@ std::string state_key(const torch::Tensor& parameter) {
 }
 
 // Writes one chunk: parameters under their names, AdamW state under name/exp_avg,
-// name/exp_avg_sq and name/step.
+// name/exp_avg_sq and name/step. Whole tensors, whatever the tensor parallelism: every
+// shard of the chunk calls this (the slices are joined across them), the first writes.
 void write_chunk(const std::string& path, StageModule& module, const torch::optim::AdamW& adamw) {
   torch::serialize::OutputArchive archive;
   const auto& states = adamw.state();
+  const auto whole = [&](const std::string& name, const torch::Tensor& mine) {
+    const auto split = module.split(name);
+    return (split ? whole_of(mine.detach(), *split, module.shard()) : mine.detach()).cpu();
+  };
   for (const auto& item : module.named_parameters()) {
     const auto& p = item.value();
-    archive.write(item.key(), p.detach().cpu());
+    archive.write(item.key(), whole(item.key(), p));
     const auto found = states.find(state_key(p));
     if (found == states.end()) continue;  // no step taken yet
     const auto& state = static_cast<const torch::optim::AdamWParamState&>(*found->second);
-    archive.write(item.key() + "/exp_avg", state.exp_avg().cpu());
-    archive.write(item.key() + "/exp_avg_sq", state.exp_avg_sq().cpu());
+    archive.write(item.key() + "/exp_avg", whole(item.key(), state.exp_avg()));
+    archive.write(item.key() + "/exp_avg_sq", whole(item.key(), state.exp_avg_sq()));
     archive.write(item.key() + "/step", torch::tensor(state.step(), torch::kLong));
   }
+  if (module.shard().rank != 0) return;
   const std::string temporary = path + ".partial";
   archive.save_to(temporary);
   fs::rename(temporary, path);
@@ -66,6 +73,7 @@ void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor&
           fmt::format("layers-{:05d}-{:05d}.pt", chunk->first_layer(), chunk->end_layer());
       const std::string path = (fs::path(where) / name).string();
       write_chunk(path, *chunk, adamw);
+      if (role.tp_index != 0) continue;  // the first shard wrote the whole chunk
       files.push_back({{"name", name},
                        {"layers", {chunk->first_layer(), chunk->end_layer()}},
                        {"bytes", fs::file_size(path)},
@@ -162,6 +170,16 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
         }
         torch::Tensor value;
         archive.read(key, value);
+        // Checkpoints hold whole tensors: a shard takes its slice.
+        const auto split = chunk->split(key);
+        const auto shard = [&](const torch::Tensor& whole) {
+          return split && whole.dim() > split->dim &&
+                         whole.size(split->dim) ==
+                             std::accumulate(split->parts.begin(), split->parts.end(), int64_t{0})
+                     ? shard_of(whole, *split, chunk->shard())
+                     : whole;
+        };
+        value = shard(value);
         if (value.sizes() != parameter->sizes()) {
           throw InputError(
               path, key,
@@ -176,8 +194,8 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
             archive.try_read(key + "/step", step)) {
           auto state = std::make_unique<torch::optim::AdamWParamState>();
           state->step(step.item<int64_t>());
-          state->exp_avg(exp_avg.to(parameter->device()));
-          state->exp_avg_sq(exp_avg_sq.to(parameter->device()));
+          state->exp_avg(shard(exp_avg).to(parameter->device()));
+          state->exp_avg_sq(shard(exp_avg_sq).to(parameter->device()));
           adamw.state()[state_key(*parameter)] = std::move(state);
         }
         loaded.insert(key);

@@ -1,6 +1,7 @@
 // Checkpoints that outlive the split they were written with: every parameter and its
 // AdamW state is stored under its layer's name ("layer7.qkv"), one file per pipeline stage,
-// so a run with another plan of the same model can load them. A checkpoint is complete
+// so a run with another plan of the same model can load them; tensor-parallel shards
+// write and read whole tensors too, so the tp may change as well. A checkpoint is complete
 // once its manifest exists: files are written to temporary names and renamed, their
 // CRC-32s go into the manifest, and the manifest is renamed into place last.
 #pragma once

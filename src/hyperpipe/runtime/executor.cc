@@ -57,11 +57,22 @@ Executor::Executor(const model::Model& model, const plan::Plan& plan, const Rank
   const auto& pipeline = pipeline_;
   schedule_ = schedule::insert_communication(schedule::make_schedule(
       pipeline.schedule, groups_, pipeline.micro_batches, pipeline.chunks, pipeline.warmup));
+  // Under tensor parallelism each chunk holds this rank's shard of its layers; the
+  // shards of the group's data-parallel rank sum their partial results.
+  TensorShard shard{role_.tp, role_.tp_index, nullptr};
+  if (role_.tp > 1) {
+    shard.all_reduce = std::make_shared<const ShardAllReduce>(
+        [this, ranks = layout.tp_ranks(role_.pipeline, role_.group, role_.dp_index)](
+            torch::Tensor& tensor) {
+          std::vector<torch::Tensor> sum{tensor};
+          communicator_.all_reduce_sum(sum, ranks);
+        });
+  }
   std::vector<torch::Tensor> parameters;
   for (int c = 0; c < pipeline.chunks; ++c) {
     const auto& stage = pipeline.stages[stage_of(c)];
-    chunks_.push_back(
-        std::make_shared<StageModule>(model, stage.first_layer, stage.end_layer, options.seed));
+    chunks_.push_back(std::make_shared<StageModule>(model, stage.first_layer, stage.end_layer,
+                                                    options.seed, shard));
     chunks_.back()->to(options.device);
     for (const auto& p : chunks_.back()->parameters()) parameters.push_back(p);
   }
@@ -76,6 +87,14 @@ Executor::~Executor() = default;
 
 Executor::Slot& Executor::slot(int chunk, int micro_batch) {
   return slots_[static_cast<size_t>(chunk) * pipeline_.micro_batches + micro_batch];
+}
+
+std::vector<int> Executor::shards_fed_by(int neighbour) const {
+  // Every shard of a stage holds the whole activation (and its whole gradient), so shard
+  // j of a neighbour with tp' shards gets it from this stage's shard j mod tp.
+  std::vector<int> fed;
+  for (int j = role_.tp_index; j < tp_of(neighbour); j += role_.tp) fed.push_back(j);
+  return fed;
 }
 
 int Executor::tag(int stage, int direction, int micro_batch) const {
@@ -109,7 +128,8 @@ void Executor::post_receive(const Op& op) {
       if (slice.to_index != role_.dp_index) continue;
       s.forward_receives.push_back(communicator_.recv(
           s.input.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()),
-          rank_of(group_of(previous), slice.from_index), tag(stage, kForward, op.micro_batch),
+          rank_of(group_of(previous), slice.from_index, role_.tp_index % tp_of(previous)),
+          tag(stage, kForward, op.micro_batch),
           fmt::format("the activation of micro-batch {} for stage {}", op.micro_batch, stage)));
     }
   } else {
@@ -121,7 +141,8 @@ void Executor::post_receive(const Op& op) {
       if (slice.from_index != role_.dp_index) continue;
       s.backward_receives.push_back(communicator_.recv(
           s.from_next.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()),
-          rank_of(group_of(next), slice.to_index), tag(stage, kBackward, op.micro_batch),
+          rank_of(group_of(next), slice.to_index, role_.tp_index % tp_of(next)),
+          tag(stage, kBackward, op.micro_batch),
           fmt::format("the gradient of micro-batch {} for stage {}", op.micro_batch, stage)));
     }
   }
@@ -135,20 +156,25 @@ void Executor::send(const Op& op, std::vector<std::unique_ptr<Pending>>& sends) 
     const auto output = s.output.detach();
     for (const auto& slice : reshard(pipeline_.micro_batch_size, role_.dp, dp_of(next))) {
       if (slice.from_index != role_.dp_index) continue;
-      sends.push_back(communicator_.send(
-          output.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()).contiguous(),
-          rank_of(group_of(next), slice.to_index), tag(next, kForward, op.micro_batch),
-          fmt::format("the activation of micro-batch {} for stage {}", op.micro_batch, next)));
+      for (const int shard : shards_fed_by(next)) {
+        sends.push_back(communicator_.send(
+            output.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()).contiguous(),
+            rank_of(group_of(next), slice.to_index, shard), tag(next, kForward, op.micro_batch),
+            fmt::format("the activation of micro-batch {} for stage {}", op.micro_batch, next)));
+      }
     }
   } else {
     const int previous = stage - 1;
     for (const auto& slice : reshard(pipeline_.micro_batch_size, dp_of(previous), role_.dp)) {
       if (slice.to_index != role_.dp_index) continue;
-      sends.push_back(communicator_.send(
-          s.input_grad.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size())
-              .contiguous(),
-          rank_of(group_of(previous), slice.from_index), tag(previous, kBackward, op.micro_batch),
-          fmt::format("the gradient of micro-batch {} for stage {}", op.micro_batch, previous)));
+      for (const int shard : shards_fed_by(previous)) {
+        sends.push_back(communicator_.send(
+            s.input_grad.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size())
+                .contiguous(),
+            rank_of(group_of(previous), slice.from_index, shard),
+            tag(previous, kBackward, op.micro_batch),
+            fmt::format("the gradient of micro-batch {} for stage {}", op.micro_batch, previous)));
+      }
     }
     s.input_grad = torch::Tensor();
   }
@@ -206,7 +232,7 @@ void Executor::compute(const Op& op, int64_t step) {
         const DeferWeightGradients defer(s.weight_grads);
         s.output = module.forward(s.input);
         if (last) {
-          s.output = cross_entropy_sum(s.output, targets) / static_cast<double>(tokens_per_step_);
+          s.output = module.loss_sum(s.output, targets) / static_cast<double>(tokens_per_step_);
         }
       });
       if (last) loss_sum_ += s.output.item<double>();
@@ -256,7 +282,8 @@ void Executor::reduce_gradients() {
   std::vector<torch::Tensor> flat;
   for (const auto& p : params) flat.push_back(p.grad().reshape({-1}));
   std::vector<torch::Tensor> buffer{torch::cat(flat)};
-  communicator_.all_reduce_sum(buffer, layout_.group_ranks(role_.pipeline, role_.group));
+  communicator_.all_reduce_sum(buffer,
+                               layout_.dp_ranks(role_.pipeline, role_.group, role_.tp_index));
   int64_t offset = 0;
   for (auto& p : params) {
     const int64_t n = p.numel();
@@ -286,8 +313,9 @@ void Executor::sum_tied_embedding() {
   if (!embedding.defined() && !head.defined()) return;
   // Every rank of both groups holds the sum of its group already: each adds its copy's
   // gradient ÷ its group's dp, so the total is embedding + head once.
-  auto ranks = layout_.group_ranks(role_.pipeline, embedding_group);
-  for (int r : layout_.group_ranks(role_.pipeline, head_group)) ranks.push_back(r);
+  // Shard by shard: both hold the same vocabulary slice (check_shards).
+  auto ranks = layout_.dp_ranks(role_.pipeline, embedding_group, role_.tp_index);
+  for (int r : layout_.dp_ranks(role_.pipeline, head_group, role_.tp_index)) ranks.push_back(r);
   std::sort(ranks.begin(), ranks.end());
   auto& mine = embedding.defined() ? embedding : head;
   std::vector<torch::Tensor> buffer{mine.grad() / static_cast<double>(role_.dp)};
@@ -312,7 +340,9 @@ void Executor::sum_across_pipelines() {
           const auto& stage = other.stages[s];
           if (stage.first_layer <= first && first < stage.end_layer) {
             end = std::min(end, stage.end_layer);
-            for (int r : layout_.group_ranks(p, s % other.ranks())) ranks.push_back(r);
+            for (int r : layout_.dp_ranks(p, s % other.ranks(), role_.tp_index)) {
+              ranks.push_back(r);
+            }
           }
         }
       }
@@ -374,22 +404,25 @@ StepResult Executor::step(int64_t step) {
       },
       /*stretch=*/false);
   // Global norm: each rank adds its share (÷ its dp and the pipelines, as every dp rank of
-  // every pipeline holds the same sums) with the head's tied copy left out, and the loss
-  // of its samples.
+  // every pipeline holds the same sums; what every tensor-parallel shard holds whole also
+  // ÷ tp) with the head's tied copy left out, and the loss of its samples (÷ tp: every
+  // shard computed it).
   // Computing it is part of the optimizer's work (its profile includes it).
   double squares = 0;
   timed({"optimizer", -1, -1, 0, 0, 0}, [&] {
     for (const auto& chunk : chunks_) {
       const auto tied = chunk->tied_head_tokens();
-      std::vector<torch::Tensor> counted;
-      for (const auto& p : chunk->parameters()) {
-        if (!tied.defined() || !p.is_same(tied)) counted.push_back(p);
+      std::vector<torch::Tensor> split, whole;
+      for (const auto& p : chunk->named_parameters()) {
+        if (tied.defined() && p.value().is_same(tied)) continue;
+        (chunk->split(p.key()) ? split : whole).push_back(p.value());
       }
-      squares += gradient_squares(counted);
+      squares += gradient_squares(split) + gradient_squares(whole) / role_.tp;
     }
   });
   std::vector<torch::Tensor> totals{
-      torch::tensor({squares / role_.dp / plan_.pipeline_count(), loss_sum_}, torch::kDouble)
+      torch::tensor({squares / role_.dp / plan_.pipeline_count(), loss_sum_ / role_.tp},
+                    torch::kDouble)
           .to(options_.device)};
   communicator_.all_reduce_sum(totals, [&] {
     std::vector<int> all(communicator_.world_size());

@@ -1,7 +1,8 @@
 // One process's part of a training iteration: it walks its device group's op list from
 // the schedule part (the same lists the simulator runs) with real tensors: forward,
 // backward (input and weight apart, or together), and the sends and receives between
-// stages, re-sharding micro-batches where neighbouring groups have different dp. Then the
+// stages, re-sharding micro-batches where neighbouring groups have different dp, each
+// tensor-parallel shard of a group running its share of every op. Then the
 // gradient sum inside the group, across the plan's pipelines where it has several, the
 // tied embedding's sum, clipping by the global norm and AdamW.
 #pragma once
@@ -58,9 +59,12 @@ class Executor {
   Slot& slot(int chunk, int micro_batch);
   int stage_of(int chunk) const { return chunk * groups_ + role_.group; }
   int dp_of(int stage) const { return pipeline_.stages[stage].dp; }
-  int rank_of(int group, int dp_index) const {
-    return layout_.rank_of(role_.pipeline, group, dp_index);
+  int tp_of(int stage) const { return pipeline_.stages[stage].tp; }
+  int rank_of(int group, int dp_index, int tp_index) const {
+    return layout_.rank_of(role_.pipeline, group, dp_index, tp_index);
   }
+  // The shards of a neighbouring stage that this process sends to.
+  std::vector<int> shards_fed_by(int neighbour) const;
   int group_of(int stage) const { return stage % groups_; }
   int tag(int stage, int direction, int micro_batch) const;
 

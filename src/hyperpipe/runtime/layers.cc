@@ -37,10 +37,13 @@ ShardRows shard_rows(int64_t n, const TensorShard& shard) {
   return {start, std::min(chunk, n - start)};
 }
 
-// The shard's slice of a whole layer's weight along `dim`, as its own tensor.
-torch::Tensor slice(const torch::Tensor& whole, int64_t dim, ShardRows rows) {
-  if (rows.start == 0 && rows.length == whole.size(dim)) return whole;  // unsharded: no copy
-  return whole.narrow(dim, rows.start, rows.length).clone();
+// Rows split by vocabulary slice, MLP column or attention head (the fused query/key/
+// value rows by each of the three).
+ShardSplit rows(std::vector<int64_t> parts) {
+  return {0, std::move(parts)};
+}
+ShardSplit columns(int64_t n) {
+  return {1, {n}};
 }
 
 torch::Tensor reduced(const TensorShard& shard, const torch::Tensor& partial) {
@@ -78,9 +81,13 @@ class Embedding final : public LayerModule {
  public:
   Embedding(const model::TransformerConfig& config, torch::Generator generator,
             const TensorShard& shard)
-      : offset_(config.position_offset), shard_(shard), rows_(shard_rows(config.vocab, shard)) {
+      : offset_(config.position_offset),
+        vocab_(config.vocab),
+        shard_(shard),
+        rows_(shard_rows(config.vocab, shard)) {
     tokens_ = register_parameter(
-        "tokens", slice(normal({config.vocab, config.hidden}, kInitStd, generator), 0, rows_));
+        "tokens", shard_of(normal({config.vocab, config.hidden}, kInitStd, generator),
+                           *split("tokens"), shard));
     if (config.flavour == model::Flavour::gpt) {
       positions_ = register_parameter(
           "positions",
@@ -98,7 +105,10 @@ class Embedding final : public LayerModule {
     return hidden;
   }
 
-  bool split_over_shards(const std::string& name) const override { return name == "tokens"; }
+  std::optional<ShardSplit> split(const std::string& name) const override {
+    if (name == "tokens") return rows({vocab_});
+    return std::nullopt;
+  }
 
  private:
   // Each shard looks up the tokens of its vocabulary slice, zeros for the others; the
@@ -111,6 +121,7 @@ class Embedding final : public LayerModule {
   }
 
   int64_t offset_;
+  int64_t vocab_;
   TensorShard shard_;
   ShardRows rows_;
   torch::Tensor tokens_;
@@ -125,51 +136,54 @@ class Block final : public LayerModule {
         heads_(config.heads / shard.size),
         kv_heads_(config.kv_heads / shard.size),
         head_dim_(config.head_dim()),
+        hidden_(config.hidden),
+        kv_dim_(config.kv_dim()),
+        ffn_(config.ffn_hidden),
         shard_(shard) {
     require_split(config, "heads", config.heads, shard);
     require_split(config, "kv_heads", config.kv_heads, shard);
     require_split(config, "ffn_hidden", config.ffn_hidden, shard);
-    const int64_t h = config.hidden;
-    const int64_t kv = config.kv_dim();
-    const int64_t ffn = config.ffn_hidden;
+    const int64_t h = hidden_;
+    const int64_t kv = kv_dim_;
+    const int64_t ffn = ffn_;
     const double out_std = residual_std(config);
-    // Column-parallel: the shard's query, key and value heads and MLP columns (rows of the
-    // weights); row-parallel: the matching input columns of the projections back.
-    const ShardRows queries = shard_rows(h, shard);
-    const ShardRows keys = shard_rows(kv, shard);
-    const ShardRows columns = shard_rows(ffn, shard);
-    const auto qkv_rows = [&](const torch::Tensor& whole) {
-      if (shard.size == 1) return whole;
-      return torch::cat({slice(whole.narrow(0, 0, h), 0, queries),
-                         slice(whole.narrow(0, h, kv), 0, keys),
-                         slice(whole.narrow(0, h + kv, kv), 0, keys)});
+    // Each split parameter is drawn whole, so every tp starts from the same model, and
+    // cut to the shard's slice.
+    const auto add = [&](const char* name, const torch::Tensor& whole) {
+      const auto how = split(name);
+      return register_parameter(name, how ? shard_of(whole, *how, shard) : whole);
     };
-    attention_norm_ = register_parameter("attention_norm", torch::ones({h}));
-    if (gpt_) attention_norm_bias_ = register_parameter("attention_norm_bias", torch::zeros({h}));
-    qkv_ = register_parameter("qkv", qkv_rows(normal({h + 2 * kv, h}, kInitStd, generator)));
-    if (gpt_) qkv_bias_ = register_parameter("qkv_bias", qkv_rows(torch::zeros({h + 2 * kv})));
-    out_ = register_parameter("out", slice(normal({h, h}, out_std, generator), 1, queries));
-    if (gpt_) out_bias_ = register_parameter("out_bias", torch::zeros({h}));
-    mlp_norm_ = register_parameter("mlp_norm", torch::ones({h}));
-    if (gpt_) mlp_norm_bias_ = register_parameter("mlp_norm_bias", torch::zeros({h}));
-    up_ = register_parameter("up", slice(normal({ffn, h}, kInitStd, generator), 0, columns));
+    attention_norm_ = add("attention_norm", torch::ones({h}));
+    if (gpt_) attention_norm_bias_ = add("attention_norm_bias", torch::zeros({h}));
+    qkv_ = add("qkv", normal({h + 2 * kv, h}, kInitStd, generator));
+    if (gpt_) qkv_bias_ = add("qkv_bias", torch::zeros({h + 2 * kv}));
+    out_ = add("out", normal({h, h}, out_std, generator));
+    if (gpt_) out_bias_ = add("out_bias", torch::zeros({h}));
+    mlp_norm_ = add("mlp_norm", torch::ones({h}));
+    if (gpt_) mlp_norm_bias_ = add("mlp_norm_bias", torch::zeros({h}));
+    up_ = add("up", normal({ffn, h}, kInitStd, generator));
     if (gpt_) {
-      up_bias_ = register_parameter("up_bias", torch::zeros({columns.length}));
+      up_bias_ = add("up_bias", torch::zeros({ffn}));
     } else {
-      gate_ = register_parameter("gate", slice(normal({ffn, h}, kInitStd, generator), 0, columns));
+      gate_ = add("gate", normal({ffn, h}, kInitStd, generator));
     }
-    down_ = register_parameter("down", slice(normal({h, ffn}, out_std, generator), 1, columns));
-    if (gpt_) down_bias_ = register_parameter("down_bias", torch::zeros({h}));
+    down_ = add("down", normal({h, ffn}, out_std, generator));
+    if (gpt_) down_bias_ = add("down_bias", torch::zeros({h}));
+  }
+
+  // Column-parallel: the shard's query, key and value heads and MLP columns (rows of the
+  // weights); row-parallel: the matching input columns of the projections back.
+  std::optional<ShardSplit> split(const std::string& name) const override {
+    if (name == "qkv" || name == "qkv_bias") return rows({hidden_, kv_dim_, kv_dim_});
+    if (name == "out") return columns(hidden_);
+    if (name == "up" || name == "up_bias" || name == "gate") return rows({ffn_});
+    if (name == "down") return columns(ffn_);
+    return std::nullopt;
   }
 
   torch::Tensor forward(const torch::Tensor& x) override {
     const auto h = x + attention(shared(shard_, norm(x, attention_norm_, attention_norm_bias_)));
     return h + mlp(shared(shard_, norm(h, mlp_norm_, mlp_norm_bias_)));
-  }
-
-  bool split_over_shards(const std::string& name) const override {
-    return name == "qkv" || name == "qkv_bias" || name == "out" || name == "up" ||
-           name == "up_bias" || name == "gate" || name == "down";
   }
 
  private:
@@ -219,6 +233,9 @@ class Block final : public LayerModule {
   int64_t heads_;
   int64_t kv_heads_;
   int64_t head_dim_;
+  int64_t hidden_;
+  int64_t kv_dim_;
+  int64_t ffn_;
   TensorShard shard_;
   torch::Tensor attention_norm_, attention_norm_bias_, qkv_, qkv_bias_, out_, out_bias_;
   torch::Tensor mlp_norm_, mlp_norm_bias_, up_, up_bias_, gate_, down_, down_bias_;
@@ -228,8 +245,7 @@ class Head final : public LayerModule {
  public:
   Head(const model::TransformerConfig& config, torch::Generator generator, uint64_t seed,
        const TensorShard& shard)
-      : gpt_(config.flavour == model::Flavour::gpt), shard_(shard) {
-    const ShardRows rows = shard_rows(config.vocab, shard);
+      : gpt_(config.flavour == model::Flavour::gpt), vocab_(config.vocab), shard_(shard) {
     const int64_t h = config.hidden;
     if (config.final_norm) {
       norm_ = register_parameter("norm", torch::ones({h}));
@@ -238,12 +254,14 @@ class Head final : public LayerModule {
     if (config.tied_embeddings) {
       // The embedding's token matrix, drawn the same way from the embedding's generator.
       auto embedding = layer_generator(seed, 0);
-      weight_ = register_parameter("tied_tokens",
-                                   slice(normal({config.vocab, h}, kInitStd, embedding), 0, rows));
+      weight_ = register_parameter(
+          "tied_tokens",
+          shard_of(normal({config.vocab, h}, kInitStd, embedding), rows({vocab_}), shard));
       tied_ = true;
     } else {
-      weight_ = register_parameter("lm_head",
-                                   slice(normal({config.vocab, h}, kInitStd, generator), 0, rows));
+      weight_ = register_parameter(
+          "lm_head",
+          shard_of(normal({config.vocab, h}, kInitStd, generator), rows({vocab_}), shard));
     }
   }
 
@@ -260,12 +278,14 @@ class Head final : public LayerModule {
   }
 
   torch::Tensor tied_weight() override { return tied_ ? weight_ : torch::Tensor(); }
-  bool split_over_shards(const std::string& name) const override {
-    return name == "tied_tokens" || name == "lm_head";
+  std::optional<ShardSplit> split(const std::string& name) const override {
+    if (name == "tied_tokens" || name == "lm_head") return rows({vocab_});
+    return std::nullopt;
   }
 
  private:
   bool gpt_;
+  int64_t vocab_;
   TensorShard shard_;
   bool tied_ = false;
   torch::Tensor norm_, norm_bias_, weight_;
@@ -286,6 +306,43 @@ torch::Tensor rotary(const torch::Tensor& x) {
   const auto even = pairs.select(-1, 0);
   const auto odd = pairs.select(-1, 1);
   return torch::stack({even * cos - odd * sin, even * sin + odd * cos}, -1).reshape(x.sizes());
+}
+
+torch::Tensor shard_of(const torch::Tensor& whole, const ShardSplit& split,
+                       const TensorShard& shard) {
+  if (shard.size == 1) return whole;
+  std::vector<torch::Tensor> slices;
+  int64_t offset = 0;
+  for (const int64_t part : split.parts) {
+    const ShardRows mine = shard_rows(part, shard);
+    slices.push_back(whole.narrow(split.dim, offset + mine.start, mine.length));
+    offset += part;
+  }
+  return torch::cat(slices, split.dim);  // a tensor of its own, even of one slice
+}
+
+torch::Tensor whole_of(const torch::Tensor& mine, const ShardSplit& split,
+                       const TensorShard& shard) {
+  if (shard.size == 1) return mine;
+  if (!shard.all_reduce || !*shard.all_reduce) {
+    throw std::logic_error("whole_of: a shard without the all-reduce of its group");
+  }
+  // Each shard writes its slices into zeros of the whole's shape: the sum is the whole.
+  auto sizes = mine.sizes().vec();
+  sizes[split.dim] = 0;
+  for (const int64_t part : split.parts) sizes[split.dim] += part;
+  auto whole = torch::zeros(sizes, mine.options());
+  int64_t offset = 0;
+  int64_t at = 0;
+  for (const int64_t part : split.parts) {
+    const ShardRows rows = shard_rows(part, shard);
+    whole.narrow(split.dim, offset + rows.start, rows.length)
+        .copy_(mine.narrow(split.dim, at, rows.length));
+    offset += part;
+    at += rows.length;
+  }
+  (*shard.all_reduce)(whole);
+  return whole;
 }
 
 torch::Generator layer_generator(uint64_t seed, int layer_index) {

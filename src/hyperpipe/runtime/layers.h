@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "hyperpipe/model/layer.h"
 #include "hyperpipe/model/transformer_config.h"
@@ -27,19 +29,6 @@ inline constexpr double kRmsNormEps = 1e-5;
 // LLaMA's rotary base (Su et al., RoFormer; Meta's reference model.py).
 inline constexpr double kRotaryBase = 10000.0;
 
-// One layer of the chain. Embedding: token ids [b, s] (int64) → hidden [b, s, h];
-// block: hidden → hidden; head: hidden → logits [b, s, vocab].
-class LayerModule : public torch::nn::Module {
- public:
-  virtual torch::Tensor forward(const torch::Tensor& input) = 0;
-  // The head's copy of a tied embedding matrix (nullptr elsewhere or when untied): its
-  // gradient is summed with the embedding's every step so the two stay equal.
-  virtual torch::Tensor tied_weight() { return {}; }
-  // Whether parameter `name` is split over the tensor-parallel shards (each holds its own
-  // slice) rather than held whole by each (norms, biases added after the sum).
-  virtual bool split_over_shards(const std::string& name) const = 0;
-};
-
 // One rank's share of a layer under tensor parallelism (Megatron-LM, Shoeybi et al.,
 // 2019): a block holds heads/size attention heads (and key/value heads) and ffn/size MLP
 // columns, the embedding and the head a vocabulary slice of ⌈vocab/size⌉ rows. The
@@ -55,6 +44,36 @@ struct TensorShard {
   std::shared_ptr<const ShardAllReduce> all_reduce;
   // The first row of this shard's slice of a dimension of n rows.
   int64_t first_row(int64_t n) const { return std::min(n, (n + size - 1) / size * rank); }
+};
+
+// Where a parameter split over the shards lies in the whole layer's: along `dim`, the
+// whole is `parts` consecutive segments (three for the fused query, key and value rows),
+// each cut into the shards' slices of ⌈part/size⌉ rows (the last shard may hold fewer).
+struct ShardSplit {
+  int64_t dim = 0;
+  std::vector<int64_t> parts;
+};
+
+// The shard's slice of a whole parameter (the whole itself, uncopied, for one shard).
+torch::Tensor shard_of(const torch::Tensor& whole, const ShardSplit& split,
+                       const TensorShard& shard);
+
+// The whole parameter from every shard's slice: collective, each shard calls it with its
+// own (through the shard's all_reduce; one shard: `mine` itself).
+torch::Tensor whole_of(const torch::Tensor& mine, const ShardSplit& split,
+                       const TensorShard& shard);
+
+// One layer of the chain. Embedding: token ids [b, s] (int64) → hidden [b, s, h];
+// block: hidden → hidden; head: hidden → logits [b, s, vocab].
+class LayerModule : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(const torch::Tensor& input) = 0;
+  // The head's copy of a tied embedding matrix (nullptr elsewhere or when untied): its
+  // gradient is summed with the embedding's every step so the two stay equal.
+  virtual torch::Tensor tied_weight() { return {}; }
+  // How parameter `name` is split over the tensor-parallel shards (each holds its own
+  // slice); nullopt for one every shard holds whole (norms, biases added after the sum).
+  virtual std::optional<ShardSplit> split(const std::string& name) const = 0;
 };
 
 // Throws InputError when the runtime cannot build this shape (e.g. a projected

@@ -32,30 +32,89 @@ std::vector<Slice> reshard(int64_t micro_batch, int from_dp, int to_dp) {
 RankLayout::RankLayout(const plan::Plan& plan, const std::string& source) {
   for (int p = 0; p < plan.pipeline_count(); ++p) {
     const plan::Pipeline& pipeline = plan.pipeline(p);
+    const std::string where = p == 0 ? "" : fmt::format("replicas[{}].", p - 1);
     first_rank_.emplace_back();
     for (int group = 0; group < pipeline.ranks(); ++group) {
       const plan::StagePlan& stage = pipeline.stages[group];
-      if (stage.tp != 1) {
-        throw InputError(source,
-                         fmt::format("{}stages[{}].tp",
-                                     p == 0 ? "" : fmt::format("replicas[{}].", p - 1), group),
-                         "1: the runtime does not run tensor parallelism yet");
+      for (int s = group + pipeline.ranks(); s < static_cast<int>(pipeline.stages.size());
+           s += pipeline.ranks()) {
+        if (pipeline.stages[s].dp != stage.dp || pipeline.stages[s].tp != stage.tp) {
+          throw InputError(source, fmt::format("{}stages[{}]", where, s),
+                           fmt::format("dp = {} and tp = {} as stages[{}], the chunk on the same "
+                                       "devices (a process holds one shard of each chunk)",
+                                       stage.dp, stage.tp, group));
+        }
       }
       first_rank_.back().push_back(static_cast<int>(roles_.size()));
       for (int i = 0; i < stage.dp; ++i) {
-        roles_.push_back(
-            {static_cast<int>(roles_.size()), p, group, i, stage.dp, stage.devices[i * stage.tp]});
+        for (int t = 0; t < stage.tp; ++t) {
+          roles_.push_back({static_cast<int>(roles_.size()), p, group, i, stage.dp, t, stage.tp,
+                            stage.devices[i * stage.tp + t]});
+        }
+      }
+    }
+  }
+  // A layer's gradients are summed across pipelines shard by shard: every pipeline must
+  // cut it into the same shards.
+  const auto tp_of = [&](const plan::Pipeline& pipeline, int layer) {
+    for (const auto& stage : pipeline.stages) {
+      if (stage.first_layer <= layer && layer < stage.end_layer) return stage.tp;
+    }
+    return 1;
+  };
+  for (int p = 1; p < plan.pipeline_count(); ++p) {
+    for (int layer = 0; layer < plan.stages.back().end_layer; ++layer) {
+      if (tp_of(plan.pipeline(p), layer) != tp_of(plan, layer)) {
+        throw InputError(source, fmt::format("replicas[{}].stages", p - 1),
+                         fmt::format("layer {} split over tp = {} shards as in the plan's own "
+                                     "pipeline (gradients are summed shard by shard), not {}",
+                                     layer, tp_of(plan, layer), tp_of(plan.pipeline(p), layer)));
       }
     }
   }
 }
 
-std::vector<int> RankLayout::group_ranks(int pipeline, int group) const {
-  const int first = first_rank_.at(pipeline).at(group);
-  const int dp = roles_.at(first).dp;
-  std::vector<int> ranks(dp);
-  for (int i = 0; i < dp; ++i) ranks[i] = first + i;
+std::vector<int> RankLayout::dp_ranks(int pipeline, int group, int tp_index) const {
+  const ProcessRole& first = roles_.at(first_rank_.at(pipeline).at(group));
+  std::vector<int> ranks(first.dp);
+  for (int i = 0; i < first.dp; ++i) ranks[i] = rank_of(pipeline, group, i, tp_index);
   return ranks;
+}
+
+std::vector<int> RankLayout::tp_ranks(int pipeline, int group, int dp_index) const {
+  const ProcessRole& first = roles_.at(first_rank_.at(pipeline).at(group));
+  std::vector<int> ranks(first.tp);
+  for (int t = 0; t < first.tp; ++t) ranks[t] = rank_of(pipeline, group, dp_index, t);
+  return ranks;
+}
+
+void check_shards(const plan::Plan& plan, const model::TransformerConfig& config,
+                  const std::string& source) {
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    const plan::Pipeline& pipeline = plan.pipeline(p);
+    const std::string where = p == 0 ? "" : fmt::format("replicas[{}].", p - 1);
+    for (int s = 0; s < static_cast<int>(pipeline.stages.size()); ++s) {
+      const int tp = pipeline.stages[s].tp;
+      for (const auto& [name, count] :
+           {std::pair<const char*, int64_t>{"kv_heads", config.kv_heads},
+            {"ffn_hidden", config.ffn_hidden}}) {
+        if (count % tp != 0) {
+          throw InputError(source, fmt::format("{}stages[{}].tp", where, s),
+                           fmt::format("a divisor of the model's {} = {} (each shard holds an "
+                                       "equal part), got {}",
+                                       name, count, tp));
+        }
+      }
+    }
+    const int first_tp = pipeline.stages.front().tp;
+    const int last_tp = pipeline.stages.back().tp;
+    if (config.tied_embeddings && first_tp != last_tp) {
+      throw InputError(source, fmt::format("{}stages[{}].tp", where, pipeline.stages.size() - 1),
+                       fmt::format("tp = {} as the first stage's: model {} ties the head to the "
+                                   "embedding, whose gradients are summed slice by slice",
+                                   first_tp, config.name));
+    }
+  }
 }
 
 }  // namespace hyperpipe::runtime

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hyperpipe/model/transformer_config.h"
 #include "hyperpipe/plan/plan.h"
 
 namespace hyperpipe::runtime {
@@ -16,6 +17,8 @@ struct ProcessRole {
   int group = 0;     // pipeline rank: the device group, holding stages group + k·groups
   int dp_index = 0;  // within the group's data-parallel ranks
   int dp = 1;
+  int tp_index = 0;  // the shard it holds of each of the group's layers
+  int tp = 1;
   int device = 0;  // the plan's global device id
 };
 
@@ -42,11 +45,13 @@ struct Slice {
 std::vector<Slice> reshard(int64_t micro_batch, int from_dp, int to_dp);
 
 // Ranks go pipeline by pipeline (the plan's own first), device group by device group in
-// pipeline order, data-parallel rank by data-parallel rank.
+// pipeline order, data-parallel rank by data-parallel rank and, inside each, tensor-
+// parallel shard by shard (the plan's device order: devices[dp_index · tp + tp_index]).
 class RankLayout {
  public:
-  // Throws InputError naming `source` (the plan file) for what the runtime does not run
-  // yet: tensor parallelism.
+  // Throws InputError naming `source` (the plan file) for what the runtime does not run:
+  // the chunks of one device group with different dp or tp, or a layer split over a
+  // different number of shards in one pipeline than in another.
   RankLayout(const plan::Plan& plan, const std::string& source);
 
   int world_size() const { return static_cast<int>(roles_.size()); }
@@ -54,16 +59,27 @@ class RankLayout {
   int groups(int pipeline = 0) const { return static_cast<int>(first_rank_.at(pipeline).size()); }
   const ProcessRole& role(int rank) const { return roles_.at(rank); }
   int rank_of(int group, int dp_index) const { return rank_of(0, group, dp_index); }
-  int rank_of(int pipeline, int group, int dp_index) const {
-    return first_rank_.at(pipeline).at(group) + dp_index;
+  int rank_of(int pipeline, int group, int dp_index, int tp_index = 0) const {
+    const int first = first_rank_.at(pipeline).at(group);
+    return first + dp_index * roles_.at(first).tp + tp_index;
   }
-  // The data-parallel ranks of one device group.
-  std::vector<int> group_ranks(int group) const { return group_ranks(0, group); }
-  std::vector<int> group_ranks(int pipeline, int group) const;
+  // The data-parallel ranks of one device group that hold shard `tp_index` (they sum
+  // their gradients).
+  std::vector<int> dp_ranks(int pipeline, int group, int tp_index = 0) const;
+  // The tensor-parallel ranks of one device group's data-parallel rank `dp_index` (they
+  // sum partial results and input gradients).
+  std::vector<int> tp_ranks(int pipeline, int group, int dp_index) const;
 
  private:
   std::vector<ProcessRole> roles_;
   std::vector<std::vector<int>> first_rank_;  // [pipeline][group]
 };
+
+// What the runtime's shards need of the model beyond the plan's own checks: heads, key/
+// value heads and MLP columns that split evenly over each stage's tp, and with tied
+// embeddings the same tp for the embedding and the head (their copies are summed slice
+// by slice). Throws InputError naming `source` (the plan file) and the stage.
+void check_shards(const plan::Plan& plan, const model::TransformerConfig& config,
+                  const std::string& source);
 
 }  // namespace hyperpipe::runtime

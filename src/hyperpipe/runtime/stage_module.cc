@@ -39,10 +39,11 @@ torch::Tensor StageModule::loss_sum(const torch::Tensor& logits,
                                           shard_.rank, shard_.all_reduce);
 }
 
-bool StageModule::split_over_shards(const std::string& name) const {
-  if (shard_.size == 1) return false;
-  const size_t dot = name.find('.');
-  return chain_.at(parameter_layer(name) - first_)->split_over_shards(name.substr(dot + 1));
+std::optional<ShardSplit> StageModule::split(const std::string& name) const {
+  if (shard_.size == 1) return std::nullopt;
+  const int layer = parameter_layer(name);
+  if (layer < first_ || layer >= end_) throw std::out_of_range(name + " is not in this stage");
+  return chain_.at(layer - first_)->split(name.substr(name.find('.') + 1));
 }
 
 int parameter_layer(const std::string& name) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,9 @@ class StageModule : public torch::nn::Module {
   // Σ of the cross-entropy over every token of the head's output and the targets [b, s]:
   // over the whole vocabulary also when the shards hold slices of it.
   torch::Tensor loss_sum(const torch::Tensor& logits, const torch::Tensor& targets) const;
-  // Whether parameter `name` ("layer7.qkv") is this shard's slice of the layer's, rather
-  // than a copy every shard holds whole.
-  bool split_over_shards(const std::string& name) const;
+  // How parameter `name` ("layer7.qkv") is this shard's slice of the layer's; nullopt for
+  // one every shard holds whole, and for every parameter when unsharded.
+  std::optional<ShardSplit> split(const std::string& name) const;
   const TensorShard& shard() const { return shard_; }
 
  private:

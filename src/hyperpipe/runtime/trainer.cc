@@ -75,9 +75,9 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
     save_checkpoint(*options.checkpoint_dir, steps_done, executor, communicator, layout,
                     plan::to_json(plan), model.config().name);
   };
-  log().info("rank {}: pipeline {}, device group {}, dp {}/{}, device {} ({}), speed {}",
-             rendezvous.rank, role.pipeline, role.group, role.dp_index, role.dp, role.device,
-             cluster.device_type(role.device).name, executor_options.speed);
+  log().info("rank {}: pipeline {}, device group {}, dp {}/{}, tp {}/{}, device {} ({}), speed {}",
+             rendezvous.rank, role.pipeline, role.group, role.dp_index, role.dp, role.tp_index,
+             role.tp, role.device, cluster.device_type(role.device).name, executor_options.speed);
 
   std::vector<nlohmann::json> metrics;
   if (reporter && options.metrics_path && summary.first_step > 0) {
@@ -147,10 +147,11 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
       auto track = trace::track_from_json(
           nlohmann::json::parse(communicator.store_get(fmt::format("track/{}", r))));
       const auto& other = layout.role(r);
-      track.name =
-          fmt::format("rank {}: {}group {} dp {} ({})", r,
-                      layout.pipelines() > 1 ? fmt::format("pipeline {}, ", other.pipeline) : "",
-                      other.group, other.dp_index, cluster.device_type(other.device).name);
+      track.name = fmt::format(
+          "rank {}: {}group {} dp {}{} ({})", r,
+          layout.pipelines() > 1 ? fmt::format("pipeline {}, ", other.pipeline) : "", other.group,
+          other.dp_index, other.tp > 1 ? fmt::format(" tp {}", other.tp_index) : "",
+          cluster.device_type(other.device).name);
       track.devices = {other.device};
       timeline.tracks.push_back(std::move(track));
     }
@@ -216,6 +217,7 @@ TrainSummary train(const TrainOptions& options, std::ostream& out) {
                       : plan::resolve_reference(options.plan_path, plan.cluster));
   plan::check_plan(plan, model, cluster, options.plan_path);
   const RankLayout layout(plan, options.plan_path);
+  check_shards(plan, model.config(), options.plan_path);
   if (model.config().vocab < kByteVocabulary) {
     throw InputError(options.plan_path, "model",
                      fmt::format("a model with a vocabulary of at least {} (the byte tokens of "
