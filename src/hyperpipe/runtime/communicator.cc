@@ -128,6 +128,19 @@ class C10dCommunicator final : public Communicator {
     pending->wait();
   }
 
+  void all_gather(const torch::Tensor& mine, std::vector<torch::Tensor>& parts,
+                  const std::vector<int>& ranks) override {
+    if (ranks.size() <= 1) {
+      parts.at(0).copy_(mine);
+      return;
+    }
+    const auto description =
+        fmt::format("rank {}: gathering from ranks {} (did one of them die?)", rank_, join(ranks));
+    std::vector<std::vector<torch::Tensor>> outputs{parts};
+    std::vector<torch::Tensor> inputs{mine};
+    start(description, {}, [&] { return group(ranks)->allgather(outputs, inputs); })->wait();
+  }
+
   void barrier() override {
     const auto description = fmt::format("rank {}: waiting for every rank (did one die?)", rank_);
     start(description, {}, [&] { return world_group_->barrier(); })->wait();

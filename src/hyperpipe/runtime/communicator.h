@@ -45,6 +45,10 @@ class Communicator {
   // the same list, in the same order as its other collectives on that list.
   virtual void all_reduce_sum(std::vector<torch::Tensor>& tensors,
                               const std::vector<int>& ranks) = 0;
+  // parts[i] becomes the `mine` of ranks[i] (sorted, including this one; every member's
+  // of the same shape); collective like all_reduce_sum.
+  virtual void all_gather(const torch::Tensor& mine, std::vector<torch::Tensor>& parts,
+                          const std::vector<int>& ranks) = 0;
   virtual void barrier() = 0;
   // Small messages through the rendezvous store (timelines, checksums); get waits for
   // the key up to the timeout.

@@ -29,6 +29,9 @@ struct Executor::Slot {
   std::shared_ptr<WeightGradStore> weight_grads;
   std::vector<std::unique_ptr<Pending>> forward_receives;
   std::vector<std::unique_ptr<Pending>> backward_receives;
+  // Under scattered transfers, the received regions whose other parts the shards gather.
+  std::vector<torch::Tensor> forward_gathers;
+  std::vector<torch::Tensor> backward_gathers;
   bool forward_posted = false;
   bool backward_posted = false;
 };
@@ -126,8 +129,11 @@ void Executor::post_receive(const Op& op) {
     s.input = torch::empty(shape, options);
     for (const auto& slice : reshard(pipeline_.micro_batch_size, dp_of(previous), role_.dp)) {
       if (slice.to_index != role_.dp_index) continue;
+      const auto region =
+          s.input.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size());
+      if (scattered(previous)) s.forward_gathers.push_back(region);
       s.forward_receives.push_back(communicator_.recv(
-          s.input.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()),
+          scattered(previous) ? my_part(region) : region,
           rank_of(group_of(previous), slice.from_index, role_.tp_index % tp_of(previous)),
           tag(stage, kForward, op.micro_batch),
           fmt::format("the activation of micro-batch {} for stage {}", op.micro_batch, stage)));
@@ -139,8 +145,11 @@ void Executor::post_receive(const Op& op) {
     s.from_next = torch::empty(shape, options);
     for (const auto& slice : reshard(pipeline_.micro_batch_size, role_.dp, dp_of(next))) {
       if (slice.from_index != role_.dp_index) continue;
+      const auto region =
+          s.from_next.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size());
+      if (scattered(next)) s.backward_gathers.push_back(region);
       s.backward_receives.push_back(communicator_.recv(
-          s.from_next.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()),
+          scattered(next) ? my_part(region) : region,
           rank_of(group_of(next), slice.to_index, role_.tp_index % tp_of(next)),
           tag(stage, kBackward, op.micro_batch),
           fmt::format("the gradient of micro-batch {} for stage {}", op.micro_batch, stage)));
@@ -156,9 +165,11 @@ void Executor::send(const Op& op, std::vector<std::unique_ptr<Pending>>& sends) 
     const auto output = s.output.detach();
     for (const auto& slice : reshard(pipeline_.micro_batch_size, role_.dp, dp_of(next))) {
       if (slice.from_index != role_.dp_index) continue;
+      const auto region =
+          output.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()).contiguous();
       for (const int shard : shards_fed_by(next)) {
         sends.push_back(communicator_.send(
-            output.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()).contiguous(),
+            scattered(next) ? my_part(region) : region,
             rank_of(group_of(next), slice.to_index, shard), tag(next, kForward, op.micro_batch),
             fmt::format("the activation of micro-batch {} for stage {}", op.micro_batch, next)));
       }
@@ -167,10 +178,12 @@ void Executor::send(const Op& op, std::vector<std::unique_ptr<Pending>>& sends) 
     const int previous = stage - 1;
     for (const auto& slice : reshard(pipeline_.micro_batch_size, dp_of(previous), role_.dp)) {
       if (slice.to_index != role_.dp_index) continue;
+      const auto region =
+          s.input_grad.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size())
+              .contiguous();
       for (const int shard : shards_fed_by(previous)) {
         sends.push_back(communicator_.send(
-            s.input_grad.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size())
-                .contiguous(),
+            scattered(previous) ? my_part(region) : region,
             rank_of(group_of(previous), slice.from_index, shard),
             tag(previous, kBackward, op.micro_batch),
             fmt::format("the gradient of micro-batch {} for stage {}", op.micro_batch, previous)));
@@ -180,12 +193,30 @@ void Executor::send(const Op& op, std::vector<std::unique_ptr<Pending>>& sends) 
   }
 }
 
+bool Executor::scattered(int neighbour) const {
+  return role_.tp > 1 && tp_of(neighbour) == role_.tp;
+}
+
+torch::Tensor Executor::my_part(const torch::Tensor& region) const {
+  // hidden is a multiple of tp (heads are), so the parts are equal.
+  const int64_t part = region.numel() / role_.tp;
+  return region.view({-1}).narrow(0, role_.tp_index * part, part);
+}
+
 void Executor::wait_all(std::vector<std::unique_ptr<Pending>>& pending, const char* what,
-                        int micro_batch) {
+                        int micro_batch, std::vector<torch::Tensor>* gathers) {
   if (pending.empty()) return;
   const auto start = std::chrono::steady_clock::now();
   for (auto& p : pending) p->wait();
   pending.clear();
+  if (gathers) {
+    const auto ranks = layout_.tp_ranks(role_.pipeline, role_.group, role_.dp_index);
+    for (auto& region : *gathers) {
+      auto parts = region.view({-1}).chunk(role_.tp);
+      communicator_.all_gather(parts[role_.tp_index].clone(), parts, ranks);
+    }
+    gathers->clear();
+  }
   const double begin = std::chrono::duration<double>(start - start_).count();
   track_.communication.push_back({what, -1, micro_batch, 0, begin, seconds_since(start_)});
 }
@@ -220,7 +251,7 @@ void Executor::compute(const Op& op, int64_t step) {
       std::string(schedule::letter(op.kind)), stage, op.micro_batch, op.chunk, 0, 0};
   switch (op.kind) {
     case OpKind::forward: {
-      wait_all(s.forward_receives, "wait RF", op.micro_batch);
+      wait_all(s.forward_receives, "wait RF", op.micro_batch, &s.forward_gathers);
       if (stage == 0) {
         s.input = batch_tokens(step, op.micro_batch, false);
       } else {
@@ -240,7 +271,7 @@ void Executor::compute(const Op& op, int64_t step) {
     }
     case OpKind::backward:
     case OpKind::backward_input: {
-      if (!last) wait_all(s.backward_receives, "wait RB", op.micro_batch);
+      if (!last) wait_all(s.backward_receives, "wait RB", op.micro_batch, &s.backward_gathers);
       const std::vector<torch::Tensor> grad =
           last ? std::vector<torch::Tensor>{} : std::vector<torch::Tensor>{s.from_next};
       timed(interval, [&] {

@@ -65,6 +65,13 @@ class Executor {
   }
   // The shards of a neighbouring stage that this process sends to.
   std::vector<int> shards_fed_by(int neighbour) const;
+  // Whether transfers with a neighbouring stage are scattered over the shards, as
+  // Megatron-LM does between stages of equal tp: shard j sends and receives the j-th of tp
+  // equal parts of the (replicated) activation or gradient, then the receiving shards
+  // all-gather the rest. Otherwise each shard moves the whole tensor.
+  bool scattered(int neighbour) const;
+  // This shard's part of a contiguous region, as a view into it.
+  torch::Tensor my_part(const torch::Tensor& region) const;
   int group_of(int stage) const { return stage % groups_; }
   int tag(int stage, int direction, int micro_batch) const;
 
@@ -72,7 +79,9 @@ class Executor {
   void send(const schedule::Op& op, std::vector<std::unique_ptr<Pending>>& sends);
   void compute(const schedule::Op& op, int64_t step);
   torch::Tensor batch_tokens(int64_t step, int micro_batch, bool targets) const;
-  void wait_all(std::vector<std::unique_ptr<Pending>>& pending, const char* what, int micro_batch);
+  // Then, for scattered receives, gathers the other shards' parts of `gathers`.
+  void wait_all(std::vector<std::unique_ptr<Pending>>& pending, const char* what, int micro_batch,
+                std::vector<torch::Tensor>* gathers = nullptr);
   std::vector<torch::Tensor> parameters() const;
   void reduce_gradients();
   void sum_tied_embedding();
