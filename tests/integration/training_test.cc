@@ -274,6 +274,13 @@ INSTANTIATE_TEST_SUITE_P(
                 "stages": [{"layers": [0, 3], "devices": [0, 1], "tp": 2},
                            {"layers": [3, 6], "devices": [2, 3], "tp": 2}])",
                            6, 2},
+                      // The tied head split in two, the embedding whole: their copies are
+                      // summed as whole matrices, each end keeping its slices.
+                      Case{"tied-head-split-embedding-whole",
+                           R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "1f1b",
+                "stages": [{"layers": [0, 3], "devices": [0]},
+                           {"layers": [3, 6], "devices": [1, 2], "tp": 2}])",
+                           6, 2},
                       Case{"tp-two-with-dp-two-zb-h1",
                            R"("micro_batch_size": 4, "micro_batches": 2, "schedule": "zb-h1",
                 "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2},

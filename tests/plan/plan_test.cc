@@ -4,6 +4,7 @@
 
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/plan/plan_checks.h"
 #include "hyperpipe/plan/plan_json.h"
@@ -179,6 +180,37 @@ INSTANTIATE_TEST_SUITE_P(
         MisfitCase{R"([{"layers": [0, 14], "devices": [0]}], "replicas": [{"micro_batch_size": 1,
                      "micro_batches": 4, "stages": [{"layers": [0, 7], "devices": [1]}]}])",
                    "replicas[0].stages: the stages cover layers [0, 7)"}));
+
+// Tensor-parallel shards hold equal parts of the heads, key/value heads and MLP columns.
+TEST(Plan, TensorParallelismMustSplitEveryHeadAndColumnEvenly) {
+  const auto check = [](const std::string& shape) {
+    const model::Model model(model::read_model_yaml(YamlField::load_string(
+        "name: m\nflavour: llama\nhidden: 64\nlayers: 2\nheads: 8\nvocab: 256\nseq_len: 16\n" +
+            shape,
+        "m.yaml")));
+    const Plan plan = read_plan(YamlField::load_string(
+        R"({"format": "hyperpipe.plan/1", "model": "m", "cluster": "a100x8",
+            "micro_batch_size": 1, "micro_batches": 2,
+            "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "tp": 4}]})",
+        "tp.json"));
+    check_plan(plan, model, cluster::load_cluster("a100x8"), "tp.json");
+  };
+  const auto misfit = [&](const std::string& shape) {
+    return error_message<InputError>([&] { check(shape); });
+  };
+  EXPECT_NE(misfit("kv_heads: 2\nffn_hidden: 96\n")
+                .find("tp = 4 must divide the model's 2 key/value heads (kv_heads)"),
+            std::string::npos);
+  EXPECT_NE(misfit("kv_heads: 4\nffn_hidden: 90\n")
+                .find("tp = 4 must divide the model's 90 MLP columns (ffn_hidden)"),
+            std::string::npos);
+  EXPECT_NO_THROW(check("kv_heads: 4\nffn_hidden: 96\n"));
+  model::TransformerConfig config;
+  config.heads = 8;
+  config.kv_heads = 4;
+  config.ffn_hidden = 96;
+  EXPECT_EQ(config.tensor_parallel_divisor(), 4);  // what the planner's tp must divide
+}
 
 TEST(Plan, ScheduleMustFitInMemory) {
   // 400 stages × 65,536 micro-batches would be some 80 million ops.

@@ -107,6 +107,7 @@ TEST(RankLayout, ShardsOfOneDataParallelRankAreNeighbours) {
   EXPECT_EQ(layout.dp_ranks(0, 1, 1), (std::vector<int>{2, 4}));
   EXPECT_EQ(layout.tp_ranks(0, 1, 1), (std::vector<int>{3, 4}));
   EXPECT_EQ(layout.tp_ranks(0, 0, 0), (std::vector<int>{0}));
+  EXPECT_EQ(layout.group_ranks(0, 1), (std::vector<int>{1, 2, 3, 4}));
 }
 
 // Gradients of a layer are summed across pipelines shard by shard, so a replica must
@@ -132,40 +133,6 @@ TEST(RankLayout, RefusesShardingItCannotRun) {
                    {8, 11, {0, 1}, 2, 1, model::Recompute::none},
                    {11, 14, {2}, 1, 1, model::Recompute::none}};
   EXPECT_THROW(RankLayout(chunks, "chunks.json"), InputError);
-}
-
-// What the shards need of the model: key/value heads and MLP columns split evenly, and a
-// tied head on as many shards as the embedding.
-TEST(CheckShards, NamesTheStageAndTheModelField) {
-  model::TransformerConfig config;
-  config.name = "m";
-  config.heads = 8;
-  config.kv_heads = 2;
-  config.ffn_hidden = 96;
-  config.tied_embeddings = false;
-  plan::Plan plan;
-  plan.stages = {{0, 3, {0, 1}, 1, 2, model::Recompute::none},
-                 {3, 6, {2, 3, 4, 5}, 1, 4, model::Recompute::none}};
-  const auto message = [&] {
-    try {
-      check_shards(plan, config, "p.json");
-    } catch (const InputError& error) {
-      return std::string(error.what());
-    }
-    return std::string();
-  };
-  EXPECT_NE(message().find("stages[1].tp"), std::string::npos) << message();  // kv_heads 2
-  EXPECT_NE(message().find("kv_heads"), std::string::npos) << message();
-  config.kv_heads = 4;
-  EXPECT_EQ(message(), "");
-  config.ffn_hidden = 90;
-  EXPECT_NE(message().find("ffn_hidden"), std::string::npos) << message();
-  config.ffn_hidden = 96;
-  config.tied_embeddings = true;
-  EXPECT_NE(message().find("ties"), std::string::npos) << message();
-  plan.stages[1].tp = 2;
-  plan.stages[1].dp = 2;
-  EXPECT_EQ(message(), "");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <numeric>
 #include <string>
 
 #include "hyperpipe/model/dtype.h"
@@ -42,6 +43,11 @@ struct TransformerConfig {
 
   int64_t head_dim() const { return hidden / heads; }
   int64_t kv_dim() const { return kv_heads * head_dim(); }
+  // Megatron-LM's tensor-parallel shards hold equal parts of the attention heads, the key/
+  // value heads and the MLP columns: a tp must divide all three, i.e. their gcd.
+  int64_t tensor_parallel_divisor() const {
+    return std::gcd(heads, std::gcd(kv_heads, ffn_hidden));
+  }
 };
 
 // Fills the fields left at 0 with the flavour's defaults: kv_heads = heads, embed_dim =

@@ -71,9 +71,15 @@ void check_pipeline(const Pipeline& plan, int p, const model::Model& model,
         }
       }
     }
-    if (model.config().heads % stage.tp != 0) {
-      reject(s, fmt::format("tp = {} must divide the model's {} attention heads", stage.tp,
-                            model.config().heads));
+    // Each tensor-parallel shard holds an equal part of these (Megatron-LM's split).
+    const auto& config = model.config();
+    for (const auto& [count, what] :
+         {std::pair<int64_t, const char*>{config.heads, "attention heads"},
+          {config.kv_heads, "key/value heads (kv_heads)"},
+          {config.ffn_hidden, "MLP columns (ffn_hidden)"}}) {
+      if (count % stage.tp != 0) {
+        reject(s, fmt::format("tp = {} must divide the model's {} {}", stage.tp, count, what));
+      }
     }
     if (plan.micro_batch_size < stage.dp) {
       reject(s, fmt::format("dp = {} needs a micro-batch of at least {} sequences, the "

@@ -26,10 +26,10 @@ CostOracle::CostOracle(const cost::CostModel& costs, const std::vector<DeviceCla
                        int64_t micro_batch, int64_t seq_len, int max_tp)
     : layers_(costs.model().num_layers()), classes_(classes) {
   const auto& cluster = costs.cluster();
-  const auto heads = costs.model().config().heads;
+  const auto divisor = costs.model().config().tensor_parallel_divisor();
   for (size_t c = 0; c < classes_.size(); ++c) {
     const DeviceClass& cls = classes_[c];
-    shapes_.push_back(class_shapes(cls, heads, micro_batch, max_tp));
+    shapes_.push_back(class_shapes(cls, divisor, micro_batch, max_tp));
     std::vector<Table> tables;
     for (const Shape& shape : shapes_.back()) {
       Table table;

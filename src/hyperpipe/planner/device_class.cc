@@ -37,7 +37,8 @@ std::vector<DeviceClass> device_classes(const cluster::Cluster& cluster) {
   return classes;
 }
 
-std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t heads, int64_t max_dp, int max_tp) {
+std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t tp_divisor, int64_t max_dp,
+                                int max_tp) {
   std::vector<int> sizes;
   const int smallest = cls.nodes > kSubNodeGroupsUpToNodes ? cls.node_size : 1;  // see .h
   for (int size = smallest; size <= cls.node_size; ++size) {
@@ -50,7 +51,7 @@ std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t heads, int64_t m
   std::vector<Shape> shapes;
   for (int size : sizes) {
     for (int tp = 1; tp <= std::min({size, cls.node_size, max_tp}); tp *= 2) {
-      if (size % tp != 0 || cls.node_size % tp != 0 || heads % tp != 0) continue;
+      if (size % tp != 0 || cls.node_size % tp != 0 || tp_divisor % tp != 0) continue;
       if (size / tp > max_dp) continue;
       shapes.push_back({size / tp, tp});
     }

@@ -33,9 +33,10 @@ inline constexpr int kSubNodeGroupsUpToNodes = 4;
 // The device-group shapes a stage of this class may use: sizes that divide a node (so
 // tensor-parallel groups never straddle nodes) or any number of whole nodes — in classes of
 // more than kSubNodeGroupsUpToNodes nodes, only 1, 2, 4, … whole nodes; tp a power of two
-// within a node that divides the attention heads; at most `max_dp` data-parallel ranks
+// within a node that divides `tp_divisor` (the model's tensor_parallel_divisor(): heads,
+// key/value heads and MLP columns split evenly); at most `max_dp` data-parallel ranks
 // (each needs at least one sequence of the micro-batch); tp at most `max_tp`.
-std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t heads, int64_t max_dp,
+std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t tp_divisor, int64_t max_dp,
                                 int max_tp = std::numeric_limits<int>::max());
 
 // Device ids for each stage (in pipeline order) of one class: groups are handed out

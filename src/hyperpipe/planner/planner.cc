@@ -116,7 +116,7 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
   for (const auto& cls : classes) {
     largest_device = std::max(largest_device, cluster.device_memory(cls.devices.front()));
     for (int tp = 1; tp <= cls.node_size; tp *= 2) {
-      if (cls.node_size % tp == 0 && model.config().heads % tp == 0) {
+      if (cls.node_size % tp == 0 && model.config().tensor_parallel_divisor() % tp == 0) {
         widest_tp = std::max(widest_tp, tp);
       }
     }

@@ -330,9 +330,11 @@ void Executor::sum_tied_embedding() {
   const int head_group = group_of(head_stage);
   torch::Tensor embedding;
   torch::Tensor head;
+  const StageModule* holder = nullptr;
   for (const auto& chunk : chunks_) {
     if (chunk->holds_embedding()) embedding = chunk->embedding_tokens();
     if (chunk->holds_head()) head = chunk->tied_head_tokens();
+    if (chunk->holds_embedding() || chunk->holds_head()) holder = chunk.get();
   }
   if (embedding_group == head_group) {
     // Both copies here: each takes the sum.
@@ -342,16 +344,29 @@ void Executor::sum_tied_embedding() {
     return;
   }
   if (!embedding.defined() && !head.defined()) return;
-  // Every rank of both groups holds the sum of its group already: each adds its copy's
-  // gradient ÷ its group's dp, so the total is embedding + head once.
-  // Shard by shard: both hold the same vocabulary slice (check_shards).
-  auto ranks = layout_.dp_ranks(role_.pipeline, embedding_group, role_.tp_index);
-  for (int r : layout_.dp_ranks(role_.pipeline, head_group, role_.tp_index)) ranks.push_back(r);
-  std::sort(ranks.begin(), ranks.end());
   auto& mine = embedding.defined() ? embedding : head;
-  std::vector<torch::Tensor> buffer{mine.grad() / static_cast<double>(role_.dp)};
+  // Every rank of both groups holds the sum of its group already: each adds its copy's
+  // gradient ÷ the ranks of its group holding it, so the total is embedding + head once.
+  if (tp_of(0) == tp_of(head_stage)) {
+    // Slice by slice: both ends hold the same vocabulary slices.
+    auto ranks = layout_.dp_ranks(role_.pipeline, embedding_group, role_.tp_index);
+    for (int r : layout_.dp_ranks(role_.pipeline, head_group, role_.tp_index)) ranks.push_back(r);
+    std::sort(ranks.begin(), ranks.end());
+    std::vector<torch::Tensor> buffer{mine.grad() / static_cast<double>(role_.dp)};
+    communicator_.all_reduce_sum(buffer, ranks);
+    mine.mutable_grad().copy_(buffer[0]);
+    return;
+  }
+  // The two ends are split over different tp: the whole matrix's gradient is summed over
+  // every rank of both groups, and each shard keeps its slice of it.
+  const ShardSplit vocabulary{0, {model_.config().vocab}};
+  const auto whole = whole_of(mine.grad(), vocabulary, holder->shard());
+  auto ranks = layout_.group_ranks(role_.pipeline, embedding_group);
+  for (int r : layout_.group_ranks(role_.pipeline, head_group)) ranks.push_back(r);
+  std::sort(ranks.begin(), ranks.end());
+  std::vector<torch::Tensor> buffer{whole / static_cast<double>(role_.dp * role_.tp)};
   communicator_.all_reduce_sum(buffer, ranks);
-  mine.mutable_grad().copy_(buffer[0]);
+  mine.mutable_grad().copy_(shard_of(buffer[0], vocabulary, holder->shard()));
 }
 
 void Executor::sum_across_pipelines() {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "hyperpipe/common/error.h"
 
@@ -81,40 +82,19 @@ std::vector<int> RankLayout::dp_ranks(int pipeline, int group, int tp_index) con
   return ranks;
 }
 
+std::vector<int> RankLayout::group_ranks(int pipeline, int group) const {
+  const int first = first_rank_.at(pipeline).at(group);
+  const ProcessRole& role = roles_.at(first);
+  std::vector<int> ranks(role.dp * role.tp);
+  std::iota(ranks.begin(), ranks.end(), first);
+  return ranks;
+}
+
 std::vector<int> RankLayout::tp_ranks(int pipeline, int group, int dp_index) const {
   const ProcessRole& first = roles_.at(first_rank_.at(pipeline).at(group));
   std::vector<int> ranks(first.tp);
   for (int t = 0; t < first.tp; ++t) ranks[t] = rank_of(pipeline, group, dp_index, t);
   return ranks;
-}
-
-void check_shards(const plan::Plan& plan, const model::TransformerConfig& config,
-                  const std::string& source) {
-  for (int p = 0; p < plan.pipeline_count(); ++p) {
-    const plan::Pipeline& pipeline = plan.pipeline(p);
-    const std::string where = p == 0 ? "" : fmt::format("replicas[{}].", p - 1);
-    for (int s = 0; s < static_cast<int>(pipeline.stages.size()); ++s) {
-      const int tp = pipeline.stages[s].tp;
-      for (const auto& [name, count] :
-           {std::pair<const char*, int64_t>{"kv_heads", config.kv_heads},
-            {"ffn_hidden", config.ffn_hidden}}) {
-        if (count % tp != 0) {
-          throw InputError(source, fmt::format("{}stages[{}].tp", where, s),
-                           fmt::format("a divisor of the model's {} = {} (each shard holds an "
-                                       "equal part), got {}",
-                                       name, count, tp));
-        }
-      }
-    }
-    const int first_tp = pipeline.stages.front().tp;
-    const int last_tp = pipeline.stages.back().tp;
-    if (config.tied_embeddings && first_tp != last_tp) {
-      throw InputError(source, fmt::format("{}stages[{}].tp", where, pipeline.stages.size() - 1),
-                       fmt::format("tp = {} as the first stage's: model {} ties the head to the "
-                                   "embedding, whose gradients are summed slice by slice",
-                                   first_tp, config.name));
-    }
-  }
 }
 
 }  // namespace hyperpipe::runtime

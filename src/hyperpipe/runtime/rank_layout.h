@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "hyperpipe/model/transformer_config.h"
 #include "hyperpipe/plan/plan.h"
 
 namespace hyperpipe::runtime {
@@ -69,17 +68,12 @@ class RankLayout {
   // The tensor-parallel ranks of one device group's data-parallel rank `dp_index` (they
   // sum partial results and input gradients).
   std::vector<int> tp_ranks(int pipeline, int group, int dp_index) const;
+  // Every rank of one device group.
+  std::vector<int> group_ranks(int pipeline, int group) const;
 
  private:
   std::vector<ProcessRole> roles_;
   std::vector<std::vector<int>> first_rank_;  // [pipeline][group]
 };
-
-// What the runtime's shards need of the model beyond the plan's own checks: heads, key/
-// value heads and MLP columns that split evenly over each stage's tp, and with tied
-// embeddings the same tp for the embedding and the head (their copies are summed slice
-// by slice). Throws InputError naming `source` (the plan file) and the stage.
-void check_shards(const plan::Plan& plan, const model::TransformerConfig& config,
-                  const std::string& source);
 
 }  // namespace hyperpipe::runtime

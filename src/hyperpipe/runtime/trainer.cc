@@ -217,7 +217,6 @@ TrainSummary train(const TrainOptions& options, std::ostream& out) {
                       : plan::resolve_reference(options.plan_path, plan.cluster));
   plan::check_plan(plan, model, cluster, options.plan_path);
   const RankLayout layout(plan, options.plan_path);
-  check_shards(plan, model.config(), options.plan_path);
   if (model.config().vocab < kByteVocabulary) {
     throw InputError(options.plan_path, "model",
                      fmt::format("a model with a vocabulary of at least {} (the byte tokens of "
