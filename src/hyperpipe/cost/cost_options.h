@@ -30,8 +30,10 @@ struct CostOptions {
   double reserved_memory_bytes = kDefaultReservedMemory;
   // fp32 products on TF32 tensor cores. PyTorch has defaulted to off since 1.12.
   bool allow_tf32 = false;
-  // Megatron sequence parallelism whenever tp > 1 (Korthikanti et al., 2022).
-  bool sequence_parallel = true;
+  // Megatron sequence parallelism whenever tp > 1 (Korthikanti et al., 2022): the norms'
+  // and residuals' activations split over the shards too. Off by default, as HyperPipe's
+  // runtime keeps them whole on every shard, so that a plan's memory is what its run needs.
+  bool sequence_parallel = false;
 };
 
 }  // namespace hyperpipe::cost
