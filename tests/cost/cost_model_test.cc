@@ -103,6 +103,27 @@ TEST(CostModel, TensorParallelAddsTwoAllReducesEachWay) {
   EXPECT_NEAR(t.tp_communication, 4 * one, 1e-12);
 }
 
+// The vocabulary-parallel embedding sums its shards' lookups forward (one all-reduce of
+// the activation); the head sums its input's gradient backward and, forward, the loss's
+// three per-token values (every shard's maxima, the sums of exponentials, the target
+// logits).
+TEST(CostModel, TensorParallelEmbeddingAndHeadSumOverTheShards) {
+  const auto model = catalogue_model("gpt3-1.3b");  // fp16, hidden 2048
+  const auto cluster = round_cluster();
+  const CostModel costs(model, cluster);
+  const auto group = first_devices_of_type(cluster, "Round", 1, 4);
+  const auto ring = [](double bytes) {
+    return 2 * 3 * (10e-6 + bytes / 4 / (100e9 * kDefaultLinkEfficiency));
+  };
+  const double tokens = 2.0 * 2048;
+  const double one = ring(tokens * 2048 * 2);
+  const ComputeTime embedding = costs.range_time(0, 1, group, 2, 2048, Recompute::none);
+  EXPECT_NEAR(embedding.tp_communication, one, 1e-12);
+  const int head = model.num_layers() - 1;
+  const ComputeTime t = costs.range_time(head, head + 1, group, 2, 2048, Recompute::none);
+  EXPECT_NEAR(t.tp_communication, one + ring(tokens * 2 * 4) + 2 * ring(tokens * 2), 1e-12);
+}
+
 TEST(CostModel, AllReduceAndTransferClosedForms) {
   const auto model = catalogue_model("gpt2");
   const auto cluster = round_cluster();

@@ -23,9 +23,12 @@ double adam_bytes_per_param(double element_bytes) {
   const double written = master_or_weight + kAdamMomentBytes + (has_master ? element_bytes : 0.0);
   return read + written;
 }
-// All-reduces per decoder block in each direction under Megatron tensor parallelism (one
-// after attention, one after the MLP; Shoeybi et al., 2019).
+// All-reduces of the activation per decoder block in each direction under Megatron tensor
+// parallelism (one after attention, one after the MLP; Shoeybi et al., 2019).
 constexpr int kTpAllReducesPerBlock = 2;
+// The vocabulary-parallel cross-entropy's sums over the shards, one value per token each:
+// the shards' maxima (one row per shard), the sums of exponentials, the target logits.
+constexpr int kLossSumsPerToken = 2;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -138,11 +141,29 @@ ComputeTime CostModel::range_time(int first, int last, const DeviceGroup& group,
   for (int layer = first; layer < last; ++layer) {
     ComputeTime time = layer_time(layer, type, work, recompute);
     const auto kind = model_.layers()[layer].kind();
-    if (group.tp > 1 && kind == model::LayerKind::decoder_block) {
+    if (group.tp > 1) {
       const double one = allreduce_time(activation, group.tp, group.tp_link);
-      time.tp_communication = 2.0 * kTpAllReducesPerBlock * one;
-      time.forward += kTpAllReducesPerBlock * one;
-      time.backward_input += kTpAllReducesPerBlock * one;
+      double forward = 0, backward = 0;
+      switch (kind) {
+        case model::LayerKind::decoder_block:
+          forward = backward = kTpAllReducesPerBlock * one;
+          break;
+        case model::LayerKind::embedding:  // the vocabulary slices' lookups summed
+          forward = one;
+          break;
+        case model::LayerKind::head: {  // its input's gradient summed, and the loss's sums
+          const double tokens =
+              static_cast<double>(work.micro_batch) * static_cast<double>(seq_len);
+          backward = one;
+          forward =
+              allreduce_time(tokens * element_bytes * group.tp, group.tp, group.tp_link) +
+              kLossSumsPerToken * allreduce_time(tokens * element_bytes, group.tp, group.tp_link);
+          break;
+        }
+      }
+      time.tp_communication = forward + backward;
+      time.forward += forward;
+      time.backward_input += backward;
     }
     total += time;
   }

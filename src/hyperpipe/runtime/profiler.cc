@@ -134,11 +134,12 @@ class LayerBench {
                            ? tokens(model_.config().vocab)
                            : torch::randn({micro_batch, seq, model_.config().hidden}, options)
                                  .requires_grad_(true);
-    // A shard's loss runs over its slice of the logits.
+    // A shard computes the vocabulary-parallel loss over its slice of the logits, as in a
+    // run (the sums over the shards are the cost model's to add).
     const auto targets = layer_.holds_head() ? tokens(vocabulary_slice_) : torch::Tensor();
     const auto run_forward = [&] {
       auto output = layer_.forward(input);
-      if (layer_.holds_head()) output = cross_entropy_sum(output, targets);
+      if (layer_.holds_head()) output = layer_.loss_sum(output, targets);
       return output;
     };
     const auto before = bytes_in_use(device_);
