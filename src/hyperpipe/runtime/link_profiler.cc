@@ -59,7 +59,7 @@ void run_rank(int rank, const LinkProfileSettings& settings, std::vector<LinkSam
       one_way.push_back(round_trip / 2);
       summed.push_back(reduce);
     }
-    if (rank == 0) samples.push_back({bytes, median(one_way), median(summed)});
+    if (rank == 0) samples.push_back({bytes, mean(one_way), mean(summed)});
   }
   communicator->barrier();
 }

@@ -24,13 +24,16 @@ struct LinkProfileSettings {
   torch::Device device = torch::kCPU;
   std::vector<int64_t> sizes = kLinkProbeBytes;
   int warmup = 3;
-  int repeats = 9;
+  int repeats = 30;  // enough for the mean of a long-tailed distribution
 };
 
 struct LinkSample {
   int64_t bytes = 0;
-  double point_to_point = 0;  // seconds, one way (median)
-  double all_reduce = 0;      // seconds (median)
+  // Means, not medians: a run pays the sum of many transfers, and on a shared host a
+  // quarter or so of them wait a scheduler tick (some 4 ms) for a thread to wake, which
+  // a median hides (all-reduces of 1 KiB: median 0.25 ms, mean 1.1-1.6 ms on 2 vCPUs).
+  double point_to_point = 0;  // seconds, one way
+  double all_reduce = 0;      // seconds
 };
 
 struct LinkProfile {
