@@ -2,7 +2,8 @@
 # How well the simulator predicts real runs (issue 6): on the built-in cpu-emulated
 # cluster (CPU stand-ins for A100, V100, T4), profile tiny-gpt, then train a set of
 # plans — the planner's, baselines, hand-written splits and schedules — and compare each
-# one's predicted iteration with the measured one.
+# one's predicted iteration with the measured one. One more plan splits both of its
+# stages over two tensor-parallel shards, on cpu-one-node (four stand-ins in one node).
 #
 # A shared 2-core host drifts in speed by 10-30% over tens of seconds, so a profile taken
 # a minute before a run measures the drift as much as the cost model. Each run is
@@ -31,8 +32,9 @@ out=build/accuracy
 rm -rf "$out"
 mkdir -p "$out"
 
-profile() {  # micro-batch sizes, output
-  $hp profile --model "$model" --cluster cpu-emulated --microbatch "$1" --out "$2" >/dev/null
+profile() {  # micro-batch sizes, output[, cluster, tensor-parallel degrees]
+  $hp profile --model "$model" --cluster "${3:-cpu-emulated}" --tp "${4:-1}" --microbatch "$1" \
+    --out "$2" >/dev/null
 }
 profile 1,2,4,8 "$out/profiles.json"
 plan() { $hp plan --model "$model" --cluster cpu-emulated --global-batch 32 \
@@ -40,9 +42,9 @@ plan() { $hp plan --model "$model" --cluster cpu-emulated --global-batch 32 \
 plan --out "$out/planned.json"
 plan --baseline uniform --out "$out/uniform.json"
 plan --baseline capability --out "$out/capability.json"
-write() {  # name, schedule, stages
+write() {  # name, schedule, stages[, cluster]
   cat >"$out/$1.json" <<JSON
-{"format": "hyperpipe.plan/1", "model": "$model", "cluster": "cpu-emulated",
+{"format": "hyperpipe.plan/1", "model": "$model", "cluster": "${4:-cpu-emulated}",
  "micro_batch_size": 4, "micro_batches": 8, "schedule": $2, "stages": $3}
 JSON
 }
@@ -53,11 +55,15 @@ write three-zb-h1 '"zb-h1"' '[{"layers": [0, 5], "devices": [0]}, {"layers": [5,
 write two-gpipe '"gpipe"' '[{"layers": [0, 6], "devices": [0]}, {"layers": [6, 8], "devices": [1]}]'
 write two-hetero '{"kind": "hetero-1f1b", "warmup": [4, 1]}' \
   '[{"layers": [0, 6], "devices": [0]}, {"layers": [6, 8], "devices": [1]}]'
+write two-tp2 '"1f1b"' '[{"layers": [0, 4], "devices": [0, 1], "tp": 2},
+  {"layers": [4, 8], "devices": [2, 3], "tp": 2}]' cpu-one-node
 
-plans="planned uniform capability three-1f1b three-zb-h1 two-gpipe two-hetero"
-sizes() {  # the micro-batch sizes a plan uses (its pipelines may differ)
-  python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))
-print(",".join(sorted({str(q["micro_batch_size"]) for q in [p] + p.get("replicas", [])})))' "$1"
+plans="planned uniform capability three-1f1b three-zb-h1 two-gpipe two-hetero two-tp2"
+setting() {  # what to profile for a plan: its micro-batch sizes, cluster, tensor-parallel degrees
+  python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); pipes = [p] + p.get("replicas", [])
+sizes = sorted({str(q["micro_batch_size"]) for q in pipes})
+tps = sorted({str(s.get("tp", 1)) for q in pipes for s in q["stages"]} | {"1"})
+print(",".join(sizes), p["cluster"], ",".join(tps))' "$1"
 }
 mean_profiles() {  # before, after, output: every measured time and size averaged
   python3 - "$@" <<'PY'
@@ -74,11 +80,12 @@ PY
 }
 for pass in $(seq 1 "$passes"); do
   for name in $plans; do
-    profile "$(sizes "$out/$name.json")" "$out/$name-$pass.profiles.json"
+    read -r sizes cluster tps <<<"$(setting "$out/$name.json")"
+    profile "$sizes" "$out/$name-$pass.profiles.json" "$cluster" "$tps"
     $hp launch --plan "$out/$name.json" --data examples/data/corpus.txt --steps "$steps" \
       --profiles "$out/$name-$pass.profiles.json" --metrics "$out/$name-$pass.jsonl" \
       >"$out/$name-$pass.log" 2>&1
-    profile "$(sizes "$out/$name.json")" "$out/$name-$pass.after.json"
+    profile "$sizes" "$out/$name-$pass.after.json" "$cluster" "$tps"
     mean_profiles "$out/$name-$pass.profiles.json" "$out/$name-$pass.after.json" \
       "$out/$name-$pass.bracket.json"
     $hp simulate --plan "$out/$name.json" --profiles "$out/$name-$pass.bracket.json" \
