@@ -60,7 +60,12 @@ TEST(ExampleClusters, BuiltInNamesLoadWithoutFiles) {
     EXPECT_GT(cluster.devices().size(), 0u);
   }
   EXPECT_EQ(load_cluster("a100x8").devices().size(), 8u);
-  EXPECT_EQ(builtin_clusters().size(), 4u);
+  EXPECT_EQ(builtin_clusters().size(), 5u);
+  // Four stand-ins in one node, so tensor parallelism can pair them.
+  const Cluster one_node = load_cluster("cpu-one-node");
+  EXPECT_EQ(one_node.devices().size(), 4u);
+  EXPECT_EQ(one_node.devices()[3].node, one_node.devices()[0].node);
+  EXPECT_DOUBLE_EQ(one_node.device_type(0).speed.value_or(0), 0.4);
   // The CPU stand-in cluster: speeds relative to the host.
   const Cluster emulated = load_cluster("cpu-emulated");
   EXPECT_EQ(emulated.devices().size(), 3u);
