@@ -30,8 +30,9 @@ TEST(LinkProfiler, FitRecoversLatencyAndBandwidth) {
 TEST(LinkProfiler, MeasuresGlooBetweenTwoRanks) {
   LinkProfileSettings settings;
   settings.port = launch::free_port();
-  // Sizes 1024× apart and a median of five: on a loaded 2-core host a 64 KiB message once
-  // took longer than a 4 MiB one (scheduling delays of a millisecond or more).
+  // Sizes 1024× apart, five of each: on a loaded 2-core host a 64 KiB message once took
+  // longer than a 4 MiB one (waits of a scheduler tick, 4 ms, hit some transfers; a 16 MiB
+  // one takes 5 ms or more).
   settings.sizes = {16 << 10, 16 << 20};
   settings.warmup = 1;
   settings.repeats = 5;
