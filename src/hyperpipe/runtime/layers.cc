@@ -256,12 +256,12 @@ class Head final : public LayerModule {
       auto embedding = layer_generator(seed, 0);
       weight_ = register_parameter(
           "tied_tokens",
-          shard_of(normal({config.vocab, h}, kInitStd, embedding), rows({vocab_}), shard));
+          shard_of(normal({config.vocab, h}, kInitStd, embedding), *split("tied_tokens"), shard));
       tied_ = true;
     } else {
       weight_ = register_parameter(
           "lm_head",
-          shard_of(normal({config.vocab, h}, kInitStd, generator), rows({vocab_}), shard));
+          shard_of(normal({config.vocab, h}, kInitStd, generator), *split("lm_head"), shard));
     }
   }
 
