@@ -110,29 +110,20 @@ TEST(RankLayout, ShardsOfOneDataParallelRankAreNeighbours) {
   EXPECT_EQ(layout.group_ranks(0, 1), (std::vector<int>{1, 2, 3, 4}));
 }
 
-// Gradients of a layer are summed across pipelines shard by shard, so a replica must
-// split every layer as the plan's own pipeline does; the chunks of one device group are
-// one shard each.
-TEST(RankLayout, RefusesShardingItCannotRun) {
-  plan::Plan plan;
-  plan.stages = {{0, 14, {0, 1}, 1, 2, model::Recompute::none}};
-  plan::Pipeline replica;
-  replica.stages = {{0, 14, {2}, 1, 1, model::Recompute::none}};
-  plan.replicas.push_back(replica);
-  try {
-    RankLayout(plan, "tp.json");
-    FAIL() << "a replica splitting layers differently was accepted";
-  } catch (const InputError& error) {
-    EXPECT_NE(std::string(error.what()).find("replicas[0].stages"), std::string::npos)
-        << error.what();
-  }
+// The chunks of one device group are one shard each: they must share dp and tp.
+TEST(RankLayout, RefusesChunksSplitUnlikeTheirGroup) {
   plan::Plan chunks;
   chunks.chunks = 2;
   chunks.stages = {{0, 4, {0, 1}, 1, 2, model::Recompute::none},
                    {4, 8, {2}, 1, 1, model::Recompute::none},
                    {8, 11, {0, 1}, 2, 1, model::Recompute::none},
                    {11, 14, {2}, 1, 1, model::Recompute::none}};
-  EXPECT_THROW(RankLayout(chunks, "chunks.json"), InputError);
+  try {
+    RankLayout(chunks, "chunks.json");
+    FAIL() << "a chunk split unlike its group's first was accepted";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("stages[2]"), std::string::npos) << error.what();
+  }
 }
 
 }  // namespace

@@ -309,18 +309,9 @@ void Executor::reduce_gradients() {
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
   }
   if (role_.dp == 1) return;
-  // One flat buffer: one all-reduce instead of one per tensor.
-  std::vector<torch::Tensor> flat;
-  for (const auto& p : params) flat.push_back(p.grad().reshape({-1}));
-  std::vector<torch::Tensor> buffer{torch::cat(flat)};
-  communicator_.all_reduce_sum(buffer,
-                               layout_.dp_ranks(role_.pipeline, role_.group, role_.tp_index));
-  int64_t offset = 0;
-  for (auto& p : params) {
-    const int64_t n = p.numel();
-    p.mutable_grad().copy_(buffer[0].narrow(0, offset, n).view_as(p));
-    offset += n;
-  }
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) grads.push_back(p.grad());
+  sum_over(grads, layout_.dp_ranks(role_.pipeline, role_.group, role_.tp_index), 1.0);
 }
 
 void Executor::sum_tied_embedding() {
@@ -379,37 +370,70 @@ void Executor::sum_across_pipelines() {
     auto named = chunk->named_parameters();
     for (int first = chunk->first_layer(); first < chunk->end_layer();) {
       int end = chunk->end_layer();
-      std::vector<int> ranks;
+      // The stages holding the run, and whether all of them split it as this one does.
+      std::vector<std::pair<int, int>> holders;
+      bool same_tp = true;
       for (int p = 0; p < pipelines; ++p) {
         const auto& other = plan_.pipeline(p);
         for (int s = 0; s < static_cast<int>(other.stages.size()); ++s) {
           const auto& stage = other.stages[s];
           if (stage.first_layer <= first && first < stage.end_layer) {
             end = std::min(end, stage.end_layer);
-            for (int r : layout_.dp_ranks(p, s % other.ranks(), role_.tp_index)) {
-              ranks.push_back(r);
-            }
+            holders.emplace_back(p, s % other.ranks());
+            same_tp = same_tp && stage.tp == role_.tp;
           }
         }
       }
-      std::sort(ranks.begin(), ranks.end());
+      std::vector<std::string> names;
       std::vector<torch::Tensor> grads;
-      std::vector<torch::Tensor> flat;
       for (const auto& item : named) {
         const int layer = parameter_layer(item.key());
         if (layer < first || layer >= end) continue;
+        names.push_back(item.key());
         grads.push_back(item.value().grad());
-        flat.push_back(item.value().grad().reshape({-1}) / static_cast<double>(role_.dp));
       }
-      std::vector<torch::Tensor> buffer{torch::cat(flat)};
-      communicator_.all_reduce_sum(buffer, ranks);
-      int64_t offset = 0;
-      for (auto& grad : grads) {
-        grad.copy_(buffer[0].narrow(0, offset, grad.numel()).view_as(grad));
-        offset += grad.numel();
+      if (same_tp) {
+        // Shard by shard: every holder cuts the run into the same slices.
+        std::vector<int> ranks;
+        for (const auto& [p, group] : holders) {
+          for (int r : layout_.dp_ranks(p, group, role_.tp_index)) ranks.push_back(r);
+        }
+        sum_over(grads, ranks, 1.0 / role_.dp);
+      } else {
+        // Pipelines split the run over different tp: every rank of every holder adds the
+        // whole gradients (÷ its dp·tp, as each of its group's ranks holds the same sums),
+        // and each shard keeps its slice of the sum.
+        std::vector<int> ranks;
+        for (const auto& [p, group] : holders) {
+          for (int r : layout_.group_ranks(p, group)) ranks.push_back(r);
+        }
+        std::vector<torch::Tensor> wholes;
+        for (size_t i = 0; i < grads.size(); ++i) {
+          const auto split = chunk->split(names[i]);
+          wholes.push_back(split ? whole_of(grads[i], *split, chunk->shard()) : grads[i].clone());
+        }
+        sum_over(wholes, ranks, 1.0 / (role_.dp * role_.tp));
+        for (size_t i = 0; i < grads.size(); ++i) {
+          const auto split = chunk->split(names[i]);
+          grads[i].copy_(split ? shard_of(wholes[i], *split, chunk->shard()) : wholes[i]);
+        }
       }
       first = end;
     }
+  }
+}
+
+void Executor::sum_over(std::vector<torch::Tensor>& tensors, std::vector<int> ranks, double scale) {
+  // One flat buffer: one all-reduce instead of one per tensor.
+  std::sort(ranks.begin(), ranks.end());
+  std::vector<torch::Tensor> flat;
+  for (const auto& t : tensors) flat.push_back(t.reshape({-1}) * scale);
+  std::vector<torch::Tensor> buffer{torch::cat(flat)};
+  communicator_.all_reduce_sum(buffer, ranks);
+  int64_t offset = 0;
+  for (auto& t : tensors) {
+    t.copy_(buffer[0].narrow(0, offset, t.numel()).view_as(t));
+    offset += t.numel();
   }
 }
 

@@ -86,6 +86,8 @@ class Executor {
   void reduce_gradients();
   void sum_tied_embedding();
   void sum_across_pipelines();
+  // Sums `tensors` × scale over `ranks` in place (one all-reduce of one flat buffer).
+  void sum_over(std::vector<torch::Tensor>& tensors, std::vector<int> ranks, double scale);
   // Runs `work` and records it on the track; compute (`stretch`) is stretched to host time
   // ÷ speed, communication is not (a wait is as long as the peer makes it).
   template <typename Work>

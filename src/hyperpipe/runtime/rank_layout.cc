@@ -55,24 +55,6 @@ RankLayout::RankLayout(const plan::Plan& plan, const std::string& source) {
       }
     }
   }
-  // A layer's gradients are summed across pipelines shard by shard: every pipeline must
-  // cut it into the same shards.
-  const auto tp_of = [&](const plan::Pipeline& pipeline, int layer) {
-    for (const auto& stage : pipeline.stages) {
-      if (stage.first_layer <= layer && layer < stage.end_layer) return stage.tp;
-    }
-    return 1;
-  };
-  for (int p = 1; p < plan.pipeline_count(); ++p) {
-    for (int layer = 0; layer < plan.stages.back().end_layer; ++layer) {
-      if (tp_of(plan.pipeline(p), layer) != tp_of(plan, layer)) {
-        throw InputError(source, fmt::format("replicas[{}].stages", p - 1),
-                         fmt::format("layer {} split over tp = {} shards as in the plan's own "
-                                     "pipeline (gradients are summed shard by shard), not {}",
-                                     layer, tp_of(plan, layer), tp_of(plan.pipeline(p), layer)));
-      }
-    }
-  }
 }
 
 std::vector<int> RankLayout::dp_ranks(int pipeline, int group, int tp_index) const {
