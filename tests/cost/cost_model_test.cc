@@ -196,7 +196,8 @@ ProfileDb block_profile(const ProfiledTimes& times) {
 TEST(CostModel, ProfilesWinOverTheEstimate) {
   const auto model = catalogue_model("gpt3-1.3b");
   const auto cluster = round_cluster();
-  const auto profiles = block_profile({0.020, 0.025, 0.015, std::nullopt, std::nullopt});
+  const auto profiles =
+      block_profile({0.020, 0.025, 0.015, std::nullopt, std::nullopt, std::nullopt});
   const CostModel costs(model, cluster, {}, &profiles);
   const auto group = first_devices_of_type(cluster, "Round", 1, 1);
   const ComputeTime block = costs.range_time(1, 2, group, 2, 2048, Recompute::full);

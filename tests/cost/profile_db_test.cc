@@ -18,8 +18,8 @@ ProfileKey block_key(const std::string& device = "A100-40GB", int64_t tp = 1) {
 
 ProfileDb two_points() {
   ProfileDb db;
-  db.add({block_key(), 2, {0.010, 0.012, 0.008, 1000.0, std::nullopt}});
-  db.add({block_key(), 8, {0.034, 0.042, 0.026, 4000.0, std::nullopt}});
+  db.add({block_key(), 2, {0.010, 0.012, 0.008, 1000.0, std::nullopt, std::nullopt}});
+  db.add({block_key(), 8, {0.034, 0.042, 0.026, 4000.0, std::nullopt, std::nullopt}});
   return db;
 }
 
@@ -63,11 +63,11 @@ TEST(ProfileDb, MergingReplacesTheSamePointAndKeepsTheRest) {
   ProfileDb db = two_points();
   ProfileKey other = block_key();
   other.model = "another-model";
-  db.add({other, 2, {1.0, 1.0, 1.0, std::nullopt, 0.5}});
+  db.add({other, 2, {1.0, 1.0, 1.0, std::nullopt, 0.5, std::nullopt}});
   // The same key (device names compare loosely) and size: replaced in place.
   ProfileKey same = block_key();
   same.device = "a100 40gb";
-  db.add({same, 2, {0.020, 0.024, 0.016, std::nullopt, 0.003}});
+  db.add({same, 2, {0.020, 0.024, 0.016, std::nullopt, 0.003, std::nullopt}});
   ASSERT_EQ(db.entries().size(), 3u);
   EXPECT_EQ(db.size(), 3u);
   EXPECT_DOUBLE_EQ(db.find(block_key(), 2)->times.forward, 0.020);

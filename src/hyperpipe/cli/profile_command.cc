@@ -124,7 +124,8 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
     table.print(out, "  ");
   }
   const bool second_gpu =
-      !settings.device.is_cuda() || settings.device.index() + 1 < torch::cuda::device_count();
+      !settings.device.is_cuda() ||
+      settings.device.index() + 1 < static_cast<int>(torch::cuda::device_count());
   if (args.cluster && !second_gpu) {
     out << "links not measured: NCCL needs a second GPU beside " << settings.device << '\n';
   }

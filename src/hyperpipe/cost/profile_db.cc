@@ -21,8 +21,10 @@ ProfiledTimes mix(const ProfiledTimes& low, const ProfiledTimes& high, double we
   const auto lerp = [weight](double a, double b) { return a + (b - a) * weight; };
   ProfiledTimes result{lerp(low.forward, high.forward),
                        lerp(low.backward_input, high.backward_input),
-                       lerp(low.backward_weight, high.backward_weight), std::nullopt,
-                       low.optimizer ? low.optimizer : high.optimizer};
+                       lerp(low.backward_weight, high.backward_weight),
+                       std::nullopt,
+                       low.optimizer ? low.optimizer : high.optimizer,
+                       std::nullopt};
   if (low.backward && high.backward) result.backward = lerp(*low.backward, *high.backward);
   if (low.activation_bytes && high.activation_bytes) {
     result.activation_bytes = lerp(*low.activation_bytes, *high.activation_bytes);
@@ -32,8 +34,12 @@ ProfiledTimes mix(const ProfiledTimes& low, const ProfiledTimes& high, double we
 
 ProfiledTimes scaled(const ProfiledTimes& times, double factor) {
   // The optimizer step does not depend on the micro-batch: it stays.
-  ProfiledTimes result{times.forward * factor, times.backward_input * factor,
-                       times.backward_weight * factor, std::nullopt, times.optimizer};
+  ProfiledTimes result{times.forward * factor,
+                       times.backward_input * factor,
+                       times.backward_weight * factor,
+                       std::nullopt,
+                       times.optimizer,
+                       std::nullopt};
   if (times.activation_bytes) result.activation_bytes = *times.activation_bytes * factor;
   if (times.backward) result.backward = *times.backward * factor;
   return result;
