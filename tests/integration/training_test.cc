@@ -411,6 +411,44 @@ TEST(Training, LossGoesDownOnTheShippedCorpus) {
   EXPECT_LT(losses.back(), losses.front() - 1.0);
 }
 
+// The step a run compares with the prediction is its median one (the first left out),
+// so one slow or fast step does not decide the per-device comparison.
+TEST(Training, ComparesTheMedianStepWithThePrediction) {
+  const std::string dir = temp_path("median-step");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/plan.json") << R"({"format": "hyperpipe.plan/1",
+    "model": ")" << HYPERPIPE_EXAMPLES
+                                    << R"(/models/tiny-gpt.yaml", "cluster": "a100x8",
+    "micro_batch_size": 2, "micro_batches": 2,
+    "stages": [{"layers": [0, 4], "devices": [0]}, {"layers": [4, 8], "devices": [1]}]})";
+  constexpr int kSteps = 8;
+  ASSERT_EQ(
+      run_command(kBinary + " launch --plan " + dir + "/plan.json --data " + kCorpus + " --steps " +
+                  std::to_string(kSteps) + " --metrics " + dir + "/metrics.jsonl --timeline " +
+                  dir + "/timeline.json > " + dir + "/log.txt 2>&1"),
+      0)
+      << slurp(dir + "/log.txt");
+  std::vector<std::pair<double, int>> steps;  // seconds, step counted from 1
+  std::ifstream in(dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto entry = nlohmann::json::parse(line);
+    if (entry["step"].get<int>() > 0) {
+      steps.emplace_back(entry["seconds"].get<double>(), entry["step"].get<int>() + 1);
+    }
+  }
+  ASSERT_EQ(steps.size(), static_cast<size_t>(kSteps - 1));
+  std::sort(steps.begin(), steps.end());
+  const int median = steps[steps.size() / 2].second;
+  const std::string log = slurp(dir + "/log.txt");
+  EXPECT_NE(log.find(fmt::format("predicted against measured in step {},", median)),
+            std::string::npos)
+      << log;
+  std::ifstream timeline(dir + "/timeline.json");
+  EXPECT_EQ(nlohmann::json::parse(timeline)["title"].get<std::string>(),
+            fmt::format("tiny-gpt on a100x8: step {} (measured)", median));
+}
+
 TEST(Training, EmulatedDeviceTypesRunAtTheirSpeeds) {
   // The built-in cpu-emulated cluster's proportions (1 : 0.4 : 0.2), at half its speeds so
   // the A100 stand-in is stretched too: stretching counts CPU time, so a stand-in's ops

@@ -57,7 +57,8 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
   command->add_option("--timeline", options->timeline_path,
                       "Write the measured timeline as JSON (hyperpipe.timeline/1)");
   command->add_option("--trace-step", options->trace_step,
-                      "The step drawn by --trace/--svg/--timeline (default: the last)");
+                      "The step drawn by --trace/--svg/--timeline and compared with the prediction "
+                      "(default: the median of the last 32)");
   command->add_option("--profiles", options->profiles_path,
                       "Profiles for the predicted iteration printed at the end "
                       "(hyperpipe profile); without, the cost model's estimates");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -24,6 +25,12 @@
 
 namespace hyperpipe::runtime {
 namespace {
+
+// Without --trace-step the step compared with the prediction is the median one (by rank
+// 0's time) of the last this many: one step alone scatters ±10% on a busy host, and a
+// step's track (about a hundred intervals) is kept only this long.
+constexpr size_t kRecentSteps = 32;
+constexpr char kTracedStepKey[] = "traced step";
 
 torch::Device device_for(const std::string& name, const Rendezvous& rendezvous) {
   if (name == "cpu") return torch::kCPU;
@@ -92,7 +99,8 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
       }
     }
   }
-  const int64_t trace_step = options.trace_step.value_or(options.steps - 1);
+  int64_t trace_step = options.trace_step.value_or(options.steps - 1);
+  std::deque<std::pair<StepResult, int64_t>> recent;  // the last steps' results, their steps
   const double tokens = static_cast<double>(plan.global_batch() * seq);
   double total_seconds = 0;
   const auto write_metrics = [&] {
@@ -125,9 +133,34 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
       save(step + 1);
       write_metrics();  // the metrics so far survive with the checkpoint
     }
-    if (step == trace_step) {
+    if (options.trace_step && step == trace_step) {
       communicator.store_set(fmt::format("track/{}", rendezvous.rank),
                              trace::track_to_json(result.track).dump());
+    }
+    if (!options.trace_step) {
+      recent.emplace_back(result, step);
+      if (recent.size() > kRecentSteps) recent.pop_front();
+    }
+  }
+  if (!options.trace_step && !recent.empty()) {
+    // Rank 0 picks the median step (the first of a run, which warms caches and
+    // allocators, only when alone); every rank sends its track of it.
+    if (reporter) {
+      auto candidates = recent;
+      if (candidates.size() > 1 && candidates.front().second == summary.first_step) {
+        candidates.pop_front();
+      }
+      std::sort(candidates.begin(), candidates.end(),
+                [](const auto& a, const auto& b) { return a.first.seconds < b.first.seconds; });
+      communicator.store_set(kTracedStepKey,
+                             std::to_string(candidates[candidates.size() / 2].second));
+    }
+    trace_step = std::stoll(communicator.store_get(kTracedStepKey));
+    for (const auto& [result, step] : recent) {
+      if (step == trace_step) {
+        communicator.store_set(fmt::format("track/{}", rendezvous.rank),
+                               trace::track_to_json(result.track).dump());
+      }
     }
   }
   summary.mean_step_seconds =

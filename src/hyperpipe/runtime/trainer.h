@@ -30,7 +30,8 @@ struct TrainOptions {
   std::string dtype = "fp32";
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   std::optional<std::string> metrics_path;  // JSON lines, one per step
-  // The measured timeline of step `trace_step` (default: the last) as a Chrome trace,
+  // The measured timeline of step `trace_step` (default: the median of the last 32 by
+  // rank 0's time, the run's first left out) as a Chrome trace,
   // an SVG, a JSON document; beside each (NAME.predicted.EXT) the simulator's prediction
   // for the same plan.
   std::optional<std::string> trace_path;
