@@ -390,15 +390,22 @@ TEST(Training, ACheckpointLoadsIntoAnotherTensorParallelism) {
                              kThreeStages);
 }
 
-TEST(Training, LossGoesDownOnTheShippedCorpus) {
-  const std::string dir = temp_path("shipped");
+// A fresh directory with plan.json: the shipped tiny-gpt in two stages on a100x8.
+std::string prepare_shipped_two_stages(const std::string& name, int micro_batch_size,
+                                       int micro_batches) {
+  const std::string dir = temp_path(name);
   fs::remove_all(dir);
   fs::create_directories(dir);
-  std::ofstream(dir + "/plan.json") << R"({"format": "hyperpipe.plan/1",
-    "model": ")" << HYPERPIPE_EXAMPLES
-                                    << R"(/models/tiny-gpt.yaml", "cluster": "a100x8",
-    "micro_batch_size": 4, "micro_batches": 4,
-    "stages": [{"layers": [0, 4], "devices": [0]}, {"layers": [4, 8], "devices": [1]}]})";
+  std::ofstream(dir + "/plan.json") << fmt::format(
+      R"({{"format": "hyperpipe.plan/1", "model": "{}/models/tiny-gpt.yaml",
+    "cluster": "a100x8", "micro_batch_size": {}, "micro_batches": {},
+    "stages": [{{"layers": [0, 4], "devices": [0]}}, {{"layers": [4, 8], "devices": [1]}}]}})",
+      HYPERPIPE_EXAMPLES, micro_batch_size, micro_batches);
+  return dir;
+}
+
+TEST(Training, LossGoesDownOnTheShippedCorpus) {
+  const std::string dir = prepare_shipped_two_stages("shipped", 4, 4);
   ASSERT_EQ(
       run_command(kBinary + " launch --plan " + dir + "/plan.json --data " + kCorpus +
                   " --steps 25 --metrics " + dir + "/metrics.jsonl > " + dir + "/log.txt 2>&1"),
@@ -414,14 +421,7 @@ TEST(Training, LossGoesDownOnTheShippedCorpus) {
 // The step a run compares with the prediction is its median one (the first left out),
 // so one slow or fast step does not decide the per-device comparison.
 TEST(Training, ComparesTheMedianStepWithThePrediction) {
-  const std::string dir = temp_path("median-step");
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::ofstream(dir + "/plan.json") << R"({"format": "hyperpipe.plan/1",
-    "model": ")" << HYPERPIPE_EXAMPLES
-                                    << R"(/models/tiny-gpt.yaml", "cluster": "a100x8",
-    "micro_batch_size": 2, "micro_batches": 2,
-    "stages": [{"layers": [0, 4], "devices": [0]}, {"layers": [4, 8], "devices": [1]}]})";
+  const std::string dir = prepare_shipped_two_stages("median-step", 2, 2);
   constexpr int kSteps = 8;
   ASSERT_EQ(
       run_command(kBinary + " launch --plan " + dir + "/plan.json --data " + kCorpus + " --steps " +
