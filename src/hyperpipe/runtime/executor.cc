@@ -342,22 +342,18 @@ void Executor::sum_tied_embedding() {
     // Slice by slice: both ends hold the same vocabulary slices.
     auto ranks = layout_.dp_ranks(role_.pipeline, embedding_group, role_.tp_index);
     for (int r : layout_.dp_ranks(role_.pipeline, head_group, role_.tp_index)) ranks.push_back(r);
-    std::sort(ranks.begin(), ranks.end());
-    std::vector<torch::Tensor> buffer{mine.grad() / static_cast<double>(role_.dp)};
-    communicator_.all_reduce_sum(buffer, ranks);
-    mine.mutable_grad().copy_(buffer[0]);
+    std::vector<torch::Tensor> grads{mine.grad()};
+    sum_over(grads, ranks, 1.0 / role_.dp);
     return;
   }
   // The two ends are split over different tp: the whole matrix's gradient is summed over
   // every rank of both groups, and each shard keeps its slice of it.
   const ShardSplit vocabulary{0, {model_.config().vocab}};
-  const auto whole = whole_of(mine.grad(), vocabulary, holder->shard());
+  std::vector<torch::Tensor> whole{whole_of(mine.grad(), vocabulary, holder->shard())};
   auto ranks = layout_.group_ranks(role_.pipeline, embedding_group);
   for (int r : layout_.group_ranks(role_.pipeline, head_group)) ranks.push_back(r);
-  std::sort(ranks.begin(), ranks.end());
-  std::vector<torch::Tensor> buffer{whole / static_cast<double>(role_.dp * role_.tp)};
-  communicator_.all_reduce_sum(buffer, ranks);
-  mine.mutable_grad().copy_(shard_of(buffer[0], vocabulary, holder->shard()));
+  sum_over(whole, ranks, 1.0 / (role_.dp * role_.tp));
+  mine.mutable_grad().copy_(shard_of(whole[0], vocabulary, holder->shard()));
 }
 
 void Executor::sum_across_pipelines() {
@@ -410,7 +406,7 @@ void Executor::sum_across_pipelines() {
         std::vector<torch::Tensor> wholes;
         for (size_t i = 0; i < grads.size(); ++i) {
           const auto split = chunk->split(names[i]);
-          wholes.push_back(split ? whole_of(grads[i], *split, chunk->shard()) : grads[i].clone());
+          wholes.push_back(split ? whole_of(grads[i], *split, chunk->shard()) : grads[i]);
         }
         sum_over(wholes, ranks, 1.0 / (role_.dp * role_.tp));
         for (size_t i = 0; i < grads.size(); ++i) {
