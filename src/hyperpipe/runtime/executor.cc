@@ -403,15 +403,15 @@ void Executor::sum_across_pipelines() {
         for (const auto& [p, group] : holders) {
           for (int r : layout_.group_ranks(p, group)) ranks.push_back(r);
         }
+        std::vector<std::optional<ShardSplit>> splits;
         std::vector<torch::Tensor> wholes;
         for (size_t i = 0; i < grads.size(); ++i) {
-          const auto split = chunk->split(names[i]);
-          wholes.push_back(split ? whole_of(grads[i], *split, chunk->shard()) : grads[i]);
+          splits.push_back(chunk->split(names[i]));
+          wholes.push_back(splits[i] ? whole_of(grads[i], *splits[i], chunk->shard()) : grads[i]);
         }
         sum_over(wholes, ranks, 1.0 / (role_.dp * role_.tp));
         for (size_t i = 0; i < grads.size(); ++i) {
-          const auto split = chunk->split(names[i]);
-          grads[i].copy_(split ? shard_of(wholes[i], *split, chunk->shard()) : wholes[i]);
+          if (splits[i]) grads[i].copy_(shard_of(wholes[i], *splits[i], chunk->shard()));
         }
       }
       first = end;

@@ -101,6 +101,10 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
   }
   int64_t trace_step = options.trace_step.value_or(options.steps - 1);
   std::deque<std::pair<StepResult, int64_t>> recent;  // the last steps' results, their steps
+  const auto send_track = [&](const trace::Track& track) {
+    communicator.store_set(fmt::format("track/{}", rendezvous.rank),
+                           trace::track_to_json(track).dump());
+  };
   const double tokens = static_cast<double>(plan.global_batch() * seq);
   double total_seconds = 0;
   const auto write_metrics = [&] {
@@ -133,10 +137,7 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
       save(step + 1);
       write_metrics();  // the metrics so far survive with the checkpoint
     }
-    if (options.trace_step && step == trace_step) {
-      communicator.store_set(fmt::format("track/{}", rendezvous.rank),
-                             trace::track_to_json(result.track).dump());
-    }
+    if (options.trace_step && step == trace_step) send_track(result.track);
     if (!options.trace_step) {
       recent.emplace_back(result, step);
       if (recent.size() > kRecentSteps) recent.pop_front();
@@ -146,21 +147,19 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
     // Rank 0 picks the median step (the first of a run, which warms caches and
     // allocators, only when alone); every rank sends its track of it.
     if (reporter) {
-      auto candidates = recent;
-      if (candidates.size() > 1 && candidates.front().second == summary.first_step) {
-        candidates.pop_front();
+      std::vector<std::pair<double, int64_t>> candidates;  // seconds, step
+      for (const auto& [result, step] : recent) {
+        if (recent.size() == 1 || step != summary.first_step) {
+          candidates.emplace_back(result.seconds, step);
+        }
       }
-      std::sort(candidates.begin(), candidates.end(),
-                [](const auto& a, const auto& b) { return a.first.seconds < b.first.seconds; });
+      std::sort(candidates.begin(), candidates.end());
       communicator.store_set(kTracedStepKey,
                              std::to_string(candidates[candidates.size() / 2].second));
     }
     trace_step = std::stoll(communicator.store_get(kTracedStepKey));
     for (const auto& [result, step] : recent) {
-      if (step == trace_step) {
-        communicator.store_set(fmt::format("track/{}", rendezvous.rank),
-                               trace::track_to_json(result.track).dump());
-      }
+      if (step == trace_step) send_track(result.track);
     }
   }
   summary.mean_step_seconds =
