@@ -17,14 +17,17 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/crc32.h"
 #include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/cost/profile_db.h"
 #include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/plan/plan.h"
 #include "hyperpipe/runtime/checkpoint.h"
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/stage_module.h"
 #include "hyperpipe/runtime/text_corpus.h"
+#include "hyperpipe/sim/plan_simulation.h"
 #include "hyperpipe/trace/timeline_json.h"
 #include "test_files.h"
 
@@ -445,8 +448,26 @@ TEST(Training, ComparesTheMedianStepWithThePrediction) {
             std::string::npos)
       << log;
   std::ifstream timeline(dir + "/timeline.json");
-  EXPECT_EQ(nlohmann::json::parse(timeline)["title"].get<std::string>(),
+  const auto measured = nlohmann::json::parse(timeline);
+  EXPECT_EQ(measured["title"].get<std::string>(),
             fmt::format("tiny-gpt on a100x8: step {} (measured)", median));
+  // The replay is the simulator run again on that step's compute as measured.
+  const auto plan = plan::load_plan(dir + "/plan.json");
+  const auto model = model::load_model(plan.model);  // absolute, as written above
+  const cost::CostModel costs(model, cluster::load_cluster(plan.cluster));
+  const auto computes =
+      sim::measured_compute(plan, trace::timeline_from_json(measured, "timeline.json"));
+  sim::SimOptions replay;
+  replay.measured = &computes;
+  const double replayed = sim::simulate_plan(costs, plan, replay).output.iteration_time;
+  std::ifstream prediction_file(dir + "/metrics.jsonl.prediction.json");
+  const auto prediction = nlohmann::json::parse(prediction_file);
+  EXPECT_NEAR(prediction["replayed_iteration_s"].get<double>(), replayed, 1e-9 * replayed);
+  EXPECT_EQ(prediction["replayed_step"].get<int>(), median - 1);
+  EXPECT_NE(replayed, prediction["predicted_iteration_s"].get<double>());
+  EXPECT_NE(log.find(fmt::format("replayed with step {}'s measured compute", median)),
+            std::string::npos)
+      << log;
 }
 
 TEST(Training, EmulatedDeviceTypesRunAtTheirSpeeds) {

@@ -202,6 +202,10 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
     summary.measured_timeline = timeline;
     summary.traced_step = trace_step + 1;
     summary.predicted_timeline = std::move(predicted);
+    const sim::MeasuredComputes measured = sim::measured_compute(plan, timeline);
+    sim::SimOptions replay;
+    replay.measured = &measured;
+    summary.replayed_iteration = sim::simulate_plan(costs, plan, replay).output.iteration_time;
   }
   if (reporter) {
     // Every run checks the cost model: the iteration it predicted against the one measured
@@ -222,11 +226,23 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
         summary.predicted_iteration * 1e3,
         profiles ? "simulator with profiles" : "simulator with estimates",
         summary.measured_iteration * 1e3, seconds.size(), 100 * error);
+    nlohmann::json prediction{{"predicted_iteration_s", summary.predicted_iteration},
+                              {"measured_iteration_s", summary.measured_iteration},
+                              {"relative_error", error},
+                              {"source", profiles ? "profiles" : "estimates"}};
+    if (summary.replayed_iteration) {
+      // What is left when the run's own op times stand in for the profiles': the error of
+      // the schedule and communication model alone.
+      const double replay_error = *summary.replayed_iteration / summary.measured_iteration - 1;
+      out << fmt::format(
+          "replayed with step {}'s measured compute: {:.1f} ms, error {:+.1f}% (the schedule "
+          "and communication model alone)\n",
+          summary.traced_step, *summary.replayed_iteration * 1e3, 100 * replay_error);
+      prediction["replayed_iteration_s"] = *summary.replayed_iteration;
+      prediction["replayed_error"] = replay_error;
+      prediction["replayed_step"] = summary.traced_step - 1;
+    }
     if (options.metrics_path) {
-      const nlohmann::json prediction{{"predicted_iteration_s", summary.predicted_iteration},
-                                      {"measured_iteration_s", summary.measured_iteration},
-                                      {"relative_error", error},
-                                      {"source", profiles ? "profiles" : "estimates"}};
       write_file_atomically(*options.metrics_path + ".prediction.json", prediction.dump(2));
     }
   }

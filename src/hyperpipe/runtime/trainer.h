@@ -57,6 +57,9 @@ struct TrainSummary {
   std::optional<trace::Timeline> measured_timeline;
   std::optional<trace::Timeline> predicted_timeline;
   int64_t traced_step = 0;  // counted from 1, as printed
+  // Rank 0, when the traced step ran: the simulator's iteration with that step's measured
+  // compute in place of the profiles' (sim/measured_compute.h).
+  std::optional<double> replayed_iteration;
 };
 
 // The exit code of a process that stops because another failed (its watchdog's).

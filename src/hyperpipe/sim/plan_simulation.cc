@@ -120,6 +120,10 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
     cost.allreduce = costs.gradient_allreduce_time(stage.first_layer, stage.end_layer, group);
     cost.optimizer = costs.optimizer_time(stage.first_layer, stage.end_layer, group);
     cost.replica_sync = report.replica_sync;
+    if (options.measured) {
+      const auto measured = options.measured->find({p, s});
+      if (measured != options.measured->end()) apply_measured(measured->second, cost);
+    }
     input.stages.push_back(cost);
     result.stages.push_back(report);
   }

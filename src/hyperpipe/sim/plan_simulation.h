@@ -8,12 +8,15 @@
 #include "hyperpipe/cost/cost_model.h"
 #include "hyperpipe/plan/plan.h"
 #include "hyperpipe/schedule/schedule.h"
+#include "hyperpipe/sim/measured_compute.h"
 #include "hyperpipe/sim/simulator.h"
 
 namespace hyperpipe::sim {
 
 struct SimOptions {
   bool overlap_allreduce = false;
+  // A replay: these stages' compute as a run measured it instead of the cost model's.
+  const MeasuredComputes* measured = nullptr;
 };
 
 struct StageReport {
