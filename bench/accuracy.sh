@@ -15,7 +15,11 @@
 # taken first. (Predicting each run from the mean of profiles taken before and after it
 # was tried: 5.9-7.6% against 5.4-8.7% from the profile before, at 1.5x the time.)
 #
-# Prints a table, the mean absolute relative error, whether the plan predicted fastest
+# Each run also replays its plan on the simulator with the compute it measured in place
+# of the profiles' (sim/measured_compute.h): that error is the schedule and communication
+# model's alone, the difference the profiles' (the host's drift among them).
+#
+# Prints a table, the mean absolute relative error (and the replay's), whether the plan predicted fastest
 # was the measured fastest, and the planner's measured speed-up over the uniform split.
 # Usage: bash bench/accuracy.sh [steps per run, default 16] [passes, default 5]
 #        (from the repository root, after scripts/build.sh)
@@ -28,6 +32,8 @@ model=$PWD/examples/models/tiny-gpt.yaml
 out=build/accuracy
 rm -rf "$out"
 mkdir -p "$out"
+# The floor under any prediction here: how much the host's speed moves by itself.
+./build/bench/host_drift_bench 30 >"$out/host_drift.txt"
 
 profile() {  # micro-batch sizes, output[, cluster, tensor-parallel degrees]
   $hp profile --model "$model" --cluster "${3:-cpu-emulated}" --tp "${4:-1}" --microbatch "$1" \
@@ -78,21 +84,25 @@ import json, statistics, sys
 out, passes, plans = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 def load(name, p):
     run = json.load(open(f"{out}/{name}-{p}.jsonl.prediction.json"))
-    return run["predicted_iteration_s"], run["measured_iteration_s"]
+    return run["predicted_iteration_s"], run["measured_iteration_s"], run["replayed_iteration_s"]
 rows = {}
-print(f"{'plan':<12} {'predicted':>10} {'measured':>10} {'error':>7}  {'± s.e.':>6}   per pass")
+print(f"{'plan':<12} {'predicted':>10} {'measured':>10} {'error':>7}  {'± s.e.':>6}  {'replayed':>8}"
+      "   per pass")
 for name in plans:
     runs = [load(name, p) for p in range(1, passes + 1)]
-    predicted, measured = (sum(r[i] for r in runs) / passes for i in range(2))
+    predicted, measured, replayed = (sum(r[i] for r in runs) / passes for i in range(3))
     errors = [r[0] / r[1] - 1 for r in runs]
     spread = statistics.stdev(errors) / passes ** 0.5 if passes > 1 else float("nan")
-    rows[name] = (predicted, measured, predicted / measured - 1)
+    rows[name] = (predicted, measured, predicted / measured - 1, replayed / measured - 1)
     each = " ".join(f"{100 * e:+.0f}%" for e in errors)
     print(f"{name:<12} {predicted * 1e3:7.1f} ms {measured * 1e3:7.1f} ms {100 * rows[name][2]:+6.1f}%"
-          f"  {100 * spread:5.1f}%   {each}")
+          f"  {100 * spread:5.1f}%  {100 * rows[name][3]:+7.1f}%   {each}")
 mape = sum(abs(r[2]) for r in rows.values()) / len(rows)
 print(f"\nmean absolute relative error over {len(rows)} plans: {100 * mape:.1f}% "
       f"(each run profiled just before it; {passes} passes)")
+replay_mape = sum(abs(r[3]) for r in rows.values()) / len(rows)
+print(f"replayed with each run's measured compute (the schedule and communication model "
+      f"alone): {100 * replay_mape:.1f}%")
 fastest_predicted = min(rows, key=lambda n: rows[n][0])
 fastest_measured = min(rows, key=lambda n: rows[n][1])
 gap = rows[fastest_predicted][1] / rows[fastest_measured][1] - 1
@@ -101,3 +111,5 @@ print(f"predicted fastest: {fastest_predicted}; measured fastest: {fastest_measu
 print(f"planner's plan against the uniform split, measured: "
       f"{rows['uniform'][1] / rows['planned'][1]:.2f}x faster")
 PY
+echo "this host by itself, before the runs (build/bench/host_drift_bench):"
+cat "$out/host_drift.txt"

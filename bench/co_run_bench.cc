@@ -21,6 +21,7 @@
 #include "hyperpipe/runtime/profiler.h"
 #include "hyperpipe/runtime/stage_module.h"
 #include "hyperpipe/runtime/stand_in_clock.h"
+#include "vector_product.h"
 
 namespace hyperpipe::runtime {
 namespace {
@@ -29,8 +30,6 @@ constexpr int kDefaultRounds = 12;
 constexpr double kSampleSeconds = 0.05;  // long enough for scheduler slices to average out
 constexpr auto kSettle = std::chrono::milliseconds(20);
 constexpr int64_t kMicroBatch = 4;
-// 192² floats: three matrices fit in a core's L2.
-constexpr int kSide = 192;
 
 using Work = std::function<void()>;
 
@@ -84,20 +83,6 @@ Work block_chain(const model::Model& model) {
   };
 }
 
-Work vector_product() {
-  auto m = std::make_shared<std::vector<float>>(3 * kSide * kSide, 0.5f);
-  return [m] {
-    float* a = m->data();
-    float* b = a + kSide * kSide;
-    float* c = b + kSide * kSide;
-    for (int i = 0; i < kSide; ++i) {
-      for (int k = 0; k < kSide; ++k) {
-        for (int j = 0; j < kSide; ++j) c[i * kSide + j] += a[i * kSide + k] * b[k * kSide + j];
-      }
-    }
-  };
-}
-
 }  // namespace
 }  // namespace hyperpipe::runtime
 
@@ -109,10 +94,10 @@ int main(int argc, char** argv) {
   const auto model = model::load_model("examples/models/tiny-gpt.yaml");
   const double blocks =
       runtime::co_run_slowdown([&] { return runtime::block_chain(model); }, cores - 1, rounds);
-  const double product = runtime::co_run_slowdown(runtime::vector_product, cores - 1, rounds);
+  const double product = runtime::co_run_slowdown(bench::vector_product, cores - 1, rounds);
   fmt::print(
       "CPU time with the other {} core(s) computing, against idle: tiny-gpt block chain "
       "{:+.1f}%, hand-vectorised {}² product {:+.1f}%\n",
-      cores - 1, 100 * blocks, runtime::kSide, 100 * product);
+      cores - 1, 100 * blocks, bench::kSide, 100 * product);
   return 0;
 }
