@@ -7,6 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/sim/plan_simulation.h"
+#include "hyperpipe/trace/timeline_json.h"
 #include "test_files.h"
 
 namespace hyperpipe::cli {
@@ -205,6 +209,54 @@ TEST(Cli, CompareLinesUpPredictedAndMeasuredGroupByGroup) {
   const Result missing = run("compare --predicted /nonexistent.json --measured " + measured);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("/nonexistent.json"), std::string::npos);
+}
+
+// Given the plan, compare also replays it with the measured compute: the prediction read
+// as if measured gives the prediction back, and ops that ran longer give a longer one.
+TEST(Cli, CompareReplaysThePlanWithTheMeasuredCompute) {
+  const std::string plan_path = kExamples + "/plans/gpt3-2.7b-4stage.json";
+  const auto plan = hyperpipe::plan::load_plan(plan_path);
+  const auto model =
+      hyperpipe::model::load_model(hyperpipe::plan::resolve_reference(plan_path, plan.model));
+  const auto cluster =
+      hyperpipe::cluster::load_cluster(hyperpipe::plan::resolve_reference(plan_path, plan.cluster));
+  const hyperpipe::cost::CostModel costs(model, cluster);
+  const auto simulation = hyperpipe::sim::simulate_plan(costs, plan);
+  auto timeline = simulation.output.timeline;
+  const std::string predicted =
+      write_temp_file("replay-predicted.json", hyperpipe::trace::timeline_to_json(timeline).dump());
+  const Result same = run("compare --predicted " + predicted + " --measured " + predicted +
+                          " --plan " + plan_path + " --format json");
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  const double iteration = simulation.output.iteration_time;
+  EXPECT_NEAR(nlohmann::json::parse(same.out)["replayed_iteration_s"].get<double>(), iteration,
+              1e-9 * iteration);
+
+  for (auto& track : timeline.tracks) {
+    for (auto& op : track.compute) op.end += 0.5 * (op.end - op.start);
+  }
+  const std::string slower =
+      write_temp_file("replay-slower.json", hyperpipe::trace::timeline_to_json(timeline).dump());
+  const Result longer =
+      run("compare --predicted " + predicted + " --measured " + slower + " --plan " + plan_path);
+  ASSERT_EQ(longer.exit_code, 0) << longer.err;
+  EXPECT_NE(longer.out.find("Replayed with the measured compute"), std::string::npos);
+  const Result longer_json = run("compare --predicted " + predicted + " --measured " + slower +
+                                 " --plan " + plan_path + " --format json");
+  // Compute is most of this plan's iteration: half as long again in every op, it grows by
+  // more than a third.
+  EXPECT_GT(nlohmann::json::parse(longer_json.out)["replayed_iteration_s"].get<double>(),
+            iteration * 4 / 3);
+
+  // A measured run of another plan's devices: nothing to replay with.
+  const std::string other = write_temp_file("replay-other.json", R"({
+    "format": "hyperpipe.timeline/1", "title": "m", "tracks": [
+      {"name": "rank 0", "devices": [99], "memory": [], "communication": [],
+       "compute": [["F", 0, 0, 0, 0.0, 1.0]]}]})");
+  const Result none =
+      run("compare --predicted " + predicted + " --measured " + other + " --plan " + plan_path);
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("replay-other.json"), std::string::npos) << none.err;
 }
 
 TEST(Cli, SimulateOnAnotherCluster) {

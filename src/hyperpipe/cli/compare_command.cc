@@ -1,7 +1,8 @@
 // `hyperpipe compare`: a predicted timeline beside a measured one (the files `hyperpipe
 // train --timeline` writes, NAME.json and NAME.predicted.json): per device group the
 // compute, the time waiting on others and the iteration, predicted against measured, and
-// one SVG with both Gantt charts on one time axis.
+// one SVG with both Gantt charts on one time axis. Given the plan, also the replay: the
+// plan simulated with the measured compute (sim/measured_compute.h).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -11,9 +12,13 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/timeline_comparison.h"
+#include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/quantity.h"
+#include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/plan/plan_checks.h"
+#include "hyperpipe/sim/plan_simulation.h"
 #include "hyperpipe/trace/svg_gantt.h"
 #include "hyperpipe/trace/timeline_json.h"
 
@@ -26,6 +31,8 @@ struct CompareArgs {
   std::string predicted;
   std::string measured;
   std::optional<std::string> svg;
+  std::optional<std::string> plan;      // to replay
+  std::optional<std::string> profiles;  // for what the replay does not take from the run
   OutputFormat format = OutputFormat::table;
 };
 
@@ -37,10 +44,37 @@ trace::Timeline load_timeline(const std::string& path) {
   return trace::timeline_from_json(doc, path);
 }
 
+// The plan's iteration on the simulator with the compute `measured` shows in place of the
+// cost model's (transfers and gradient sums stay the model's, from the profiles if given).
+double replayed_iteration(const CompareArgs& args, const trace::Timeline& measured) {
+  const plan::Plan plan = plan::load_plan(*args.plan);
+  const model::Model model = model::load_model(plan::resolve_reference(*args.plan, plan.model));
+  const cluster::Cluster cluster =
+      cluster::load_cluster(plan::resolve_reference(*args.plan, plan.cluster));
+  plan::check_plan(plan, model, cluster, *args.plan);
+  std::optional<cost::ProfileDb> profiles;
+  if (args.profiles) profiles = cost::ProfileDb::load(*args.profiles);
+  const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
+  const sim::MeasuredComputes computes = sim::measured_compute(plan, measured);
+  if (computes.empty()) {
+    throw InputError(args.measured, "tracks",
+                     fmt::format("processes on the devices of {}", *args.plan));
+  }
+  sim::SimOptions replay;
+  replay.measured = &computes;
+  return sim::simulate_plan(costs, plan, replay).output.iteration_time;
+}
+
 void run_compare(const CompareArgs& args, std::ostream& out) {
   const auto predicted = load_timeline(args.predicted);
   const auto measured = load_timeline(args.measured);
-  const json report = compare_timelines(predicted, measured);
+  json report = compare_timelines(predicted, measured);
+  if (args.plan) {
+    const double replayed = replayed_iteration(args, measured);
+    const double end = measured.end_time();
+    report["replayed_iteration_s"] = replayed;
+    report["replayed_error"] = end > 0 ? replayed / end - 1 : 0.0;
+  }
   if (args.svg) {
     // Both charts on one time axis: the predicted rows, then the measured ones.
     trace::Timeline both;
@@ -78,11 +112,17 @@ void add_compare_command(CLI::App& app, std::ostream& out) {
                    "Measured timeline (NAME.json from hyperpipe train --timeline)")
       ->required();
   command->add_option("--svg", args->svg, "Write both Gantt charts, one above the other, here");
+  command->add_option("--plan", args->plan,
+                      "The run's plan: also replay it with the measured compute, to tell the "
+                      "schedule and communication model's error from the profiles'");
+  command->add_option("--profiles", args->profiles,
+                      "Profiles for the replay's transfers and sums (as the run had them)");
   add_format_option(*command, args->format);
   command->footer(
       "Example:\n"
       "  hyperpipe launch --plan plan.json --data corpus.txt --steps 10 --timeline run.json\n"
-      "  hyperpipe compare --predicted run.predicted.json --measured run.json --svg both.svg");
+      "  hyperpipe compare --predicted run.predicted.json --measured run.json --svg both.svg\n"
+      "  hyperpipe compare --predicted run.predicted.json --measured run.json --plan plan.json");
   command->callback([args, &out] { run_compare(*args, out); });
 }
 

@@ -95,6 +95,13 @@ void print_comparison(const json& report, std::ostream& out) {
                      format_duration(report["predicted_iteration_s"].get<double>()),
                      format_duration(report["measured_iteration_s"].get<double>()),
                      100 * report["iteration_error"].get<double>());
+  if (report.contains("replayed_iteration_s")) {
+    out << fmt::format(
+        "  Replayed with the measured compute: {}, error {:+.1f}% (the schedule and "
+        "communication model alone)\n",
+        format_duration(report["replayed_iteration_s"].get<double>()),
+        100 * report["replayed_error"].get<double>());
+  }
 }
 
 }  // namespace hyperpipe::cli
