@@ -12,12 +12,10 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/timeline_comparison.h"
-#include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/quantity.h"
-#include "hyperpipe/model/model_loader.h"
-#include "hyperpipe/plan/plan_checks.h"
+#include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/sim/plan_simulation.h"
 #include "hyperpipe/trace/svg_gantt.h"
 #include "hyperpipe/trace/timeline_json.h"
@@ -47,11 +45,7 @@ trace::Timeline load_timeline(const std::string& path) {
 // The plan's iteration on the simulator with the compute `measured` shows in place of the
 // cost model's (transfers and gradient sums stay the model's, from the profiles if given).
 double replayed_iteration(const CompareArgs& args, const trace::Timeline& measured) {
-  const plan::Plan plan = plan::load_plan(*args.plan);
-  const model::Model model = model::load_model(plan::resolve_reference(*args.plan, plan.model));
-  const cluster::Cluster cluster =
-      cluster::load_cluster(plan::resolve_reference(*args.plan, plan.cluster));
-  plan::check_plan(plan, model, cluster, *args.plan);
+  const auto [plan, model, cluster] = plan::load_checked_plan(*args.plan);
   std::optional<cost::ProfileDb> profiles;
   if (args.profiles) profiles = cost::ProfileDb::load(*args.profiles);
   const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);

@@ -8,10 +8,8 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/simulation_report.h"
-#include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/output_file.h"
-#include "hyperpipe/model/model_loader.h"
-#include "hyperpipe/plan/plan_checks.h"
+#include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/trace/chrome_trace.h"
 #include "hyperpipe/trace/svg_gantt.h"
 
@@ -29,11 +27,7 @@ struct SimulateArgs {
 };
 
 void run_simulate(const SimulateArgs& args, std::ostream& out) {
-  const plan::Plan plan = plan::load_plan(args.plan);
-  const model::Model model = model::load_model(plan::resolve_reference(args.plan, plan.model));
-  const cluster::Cluster cluster = cluster::load_cluster(
-      args.cluster ? *args.cluster : plan::resolve_reference(args.plan, plan.cluster));
-  plan::check_plan(plan, model, cluster, args.plan);
+  const auto [plan, model, cluster] = plan::load_checked_plan(args.plan, args.cluster);
   std::optional<cost::ProfileDb> profiles;
   if (args.profiles) profiles = cost::ProfileDb::load(*args.profiles);
   const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);

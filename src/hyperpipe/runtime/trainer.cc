@@ -8,12 +8,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/common/output_file.h"
-#include "hyperpipe/model/model_loader.h"
-#include "hyperpipe/plan/plan_checks.h"
+#include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/plan/plan_json.h"
 #include "hyperpipe/runtime/checkpoint.h"
 #include "hyperpipe/runtime/host_memory.h"
@@ -257,13 +255,7 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
 
 TrainSummary train(const TrainOptions& options, std::ostream& out) {
   // Everything that can be wrong with the input is found before joining the others.
-  const plan::Plan plan = plan::load_plan(options.plan_path);
-  const model::Model model =
-      model::load_model(plan::resolve_reference(options.plan_path, plan.model));
-  const cluster::Cluster cluster = cluster::load_cluster(
-      options.cluster ? *options.cluster
-                      : plan::resolve_reference(options.plan_path, plan.cluster));
-  plan::check_plan(plan, model, cluster, options.plan_path);
+  const auto [plan, model, cluster] = plan::load_checked_plan(options.plan_path, options.cluster);
   const RankLayout layout(plan, options.plan_path);
   if (model.config().vocab < kByteVocabulary) {
     throw InputError(options.plan_path, "model",
