@@ -15,6 +15,7 @@
 #include <ctime>
 #include <vector>
 
+#include "hyperpipe/common/statistics.h"
 #include "vector_product.h"
 
 namespace hyperpipe::bench {
@@ -36,12 +37,6 @@ struct Sample {
   double wall = 0;  // seconds the product took
   double cpu = 0;
 };
-
-double median(std::vector<double> values) {
-  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  return *middle;
-}
 
 // The median product time of each whole window of `window` seconds.
 std::vector<double> window_medians(const std::vector<Sample>& samples, double window) {
@@ -102,7 +97,7 @@ int main(int argc, char** argv) {
   std::vector<double> cpu;
   for (const auto& s : samples) cpu.push_back(s.cpu);
   fmt::print("{} products of {}² in {:.0f} s: median {:.2f} ms of CPU time; wall / CPU {:.3f}\n",
-             samples.size(), kSide, seconds, 1e3 * median(cpu), wall_total / cpu_total);
+             samples.size(), kSide, seconds, 1e3 * hyperpipe::median(cpu), wall_total / cpu_total);
   report(samples, kShortWindow);
   report(samples, kLongWindow);
   return 0;

@@ -4,16 +4,15 @@
 #include <string>
 #include <vector>
 
+#include "hyperpipe/common/statistics.h"
 #include "hyperpipe/schedule/op.h"
 
 namespace hyperpipe::sim {
 namespace {
 
-std::optional<double> median(std::vector<double> values) {
+std::optional<double> median_of(const std::vector<double>& values) {
   if (values.empty()) return std::nullopt;
-  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  return *middle;
+  return median(values);
 }
 
 // The pipeline and device group (its rank in the pipeline) holding `device`.
@@ -70,8 +69,8 @@ MeasuredComputes measured_compute(const plan::Plan& plan, const trace::Timeline&
   }
   MeasuredComputes result;
   for (auto& [key, d] : durations) {
-    result[key] = {median(d.forward), median(d.backward), median(d.backward_input),
-                   median(d.backward_weight), median(d.optimizer)};
+    result[key] = {median_of(d.forward), median_of(d.backward), median_of(d.backward_input),
+                   median_of(d.backward_weight), median_of(d.optimizer)};
   }
   return result;
 }
