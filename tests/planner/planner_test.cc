@@ -1,5 +1,6 @@
 #include "hyperpipe/planner/planner.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -74,6 +75,48 @@ TEST(Planner, HomogeneousClusterSplitsNearlyEvenly) {
     most = std::max(most, blocks);
   }
   EXPECT_LE(most - fewest, 2);
+}
+
+// Clusters of more than four nodes per class group whole nodes only; at a micro-batch of 1
+// no (dp, tp) shape of a whole node is valid for gpt2 (12 heads: tp ≤ 4, so dp ≥ 2), and
+// the search once read the first shape of that empty list (a segfault).
+cluster::Cluster five_nodes_of(int gpus) {
+  std::string yaml = "nodes:\n";
+  for (int n = 0; n < 5; ++n) {
+    yaml += fmt::format("  - {{name: n{}, gpu: A100-40GB, count: {}}}\n", n, gpus);
+  }
+  yaml +=
+      "links:\n  intra_node: {bandwidth: 300 GB/s, latency: 2 us}\n"
+      "  intra_island: {bandwidth: 100 Gbit/s, latency: 5 us}\n";
+  return cluster::read_cluster_yaml(YamlField::load_string(yaml, "five-nodes"));
+}
+
+TEST(Planner, ClassWithNoShapeAtSomeMicroBatchIsSkipped) {
+  const auto cluster = five_nodes_of(8);
+  const auto model = model::load_model("gpt2");
+  const cost::CostModel costs(model, cluster);
+  const PlanResult result = make_plan(costs, request("gpt2", "c5x8", 8));
+  EXPECT_TRUE(result.best.fits);
+  plan::check_plan(result.best.plan, model, cluster, "planned");
+  for (const auto& stage : result.best.plan.stages) {
+    EXPECT_EQ(stage.devices.size() % 8, 0u);  // whole nodes
+    EXPECT_LE(stage.dp, result.best.plan.micro_batch_size);
+  }
+}
+
+// Whole nodes of 64 GPUs need dp ≥ 16 (tp ≤ 4), more than a batch of 4 has sequences.
+TEST(Planner, NoValidGroupShapeSaysSoRatherThanBlamingMemory) {
+  const auto cluster = five_nodes_of(64);
+  const auto model = model::load_model("gpt2");
+  const cost::CostModel costs(model, cluster);
+  try {
+    make_plan(costs, request("gpt2", "five-nodes", 4));
+    FAIL() << "a plan was found";
+  } catch (const InputError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("no device group is valid"), std::string::npos) << message;
+    EXPECT_NE(message.find("64 GPUs"), std::string::npos) << message;
+  }
 }
 
 TEST(CandidateSearch, PruningNeverChangesTheBest) {

@@ -121,6 +121,28 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
       }
     }
   }
+  // Before memory: a class whose smallest group (a whole node past
+  // kSubNodeGroupsUpToNodes nodes) needs more data-parallel ranks than a micro-batch has
+  // sequences hosts no stage at all.
+  int64_t largest_micro_batch = 1;
+  for (int64_t b : request.batch.micro_batch_sizes)
+    largest_micro_batch = std::max(largest_micro_batch, b);
+  bool any_shape = false;
+  for (const auto& cls : classes) {
+    any_shape = any_shape || !class_shapes(cls, model.config().tensor_parallel_divisor(),
+                                           largest_micro_batch, request.max_tp)
+                                  .empty();
+  }
+  if (!any_shape) {
+    const auto& cls = classes.front();
+    return fmt::format(
+        "no device group is valid: classes of more than {} nodes are used in whole nodes "
+        "({} GPUs in {}), split as data parallel × tensor parallel with tp at most {} for "
+        "this model, so each needs more data-parallel ranks than the largest micro-batch "
+        "has sequences ({}, global batch {}); raise --global-batch",
+        kSubNodeGroupsUpToNodes, cls.node_size, cls.name, widest_tp, largest_micro_batch,
+        request.batch.global_batch);
+  }
   const auto group = cost::make_device_group(cluster, {classes.front().devices.front()}, 1, 1);
   const auto whole = costs.stage_memory(0, model.num_layers(), group, 1, model.config().seq_len, 1,
                                         model::Recompute::full);

@@ -362,6 +362,8 @@ std::vector<Pipeline> search(const Oracle& oracle, const SearchOptions& options)
   const double m1 = options.micro_batches - 1;
   std::vector<double> speed(oracle.num_classes(), 0.0);
   for (int c = 0; c < oracle.num_classes(); ++c) {
+    // A class with no valid (dp, tp) shape at this micro-batch size hosts no stage.
+    if (oracle.shapes(c).empty()) continue;
     const double whole = oracle.stage_time(c, 0, 0, oracle.num_layers(), model::Recompute::full);
     speed[c] = oracle.class_size(c) / std::max(whole, 1e-30);
   }

@@ -51,10 +51,13 @@ Schedule hetero_1f1b(int micro_batches, const std::vector<int>& warmup) {
   for (int r = 0; r < ranks; ++r) {
     require(warmup[r] >= 1,
             fmt::format("warm-up depth of stage {} must be at least 1, got {}", r, warmup[r]));
-    require(r == 0 || warmup[r] <= warmup[r - 1],
-            fmt::format("warm-up depth of stage {} ({}) exceeds that of stage {} ({}): the "
-                        "pipeline would deadlock",
-                        r, warmup[r], r - 1, warmup[r - 1]));
+    // The message names stage r − 1, so it is formatted only when there is one.
+    if (r > 0 && warmup[r] > warmup[r - 1]) {
+      throw std::invalid_argument(
+          fmt::format("warm-up depth of stage {} ({}) exceeds that of stage {} ({}): the "
+                      "pipeline would deadlock",
+                      r, warmup[r], r - 1, warmup[r - 1]));
+    }
   }
   Schedule s = empty(ScheduleKind::hetero_1f1b, ranks, micro_batches, 1);
   for (int r = 0; r < ranks; ++r) {
