@@ -42,6 +42,16 @@ TEST(ParseQuantity, FlopRate) {
   EXPECT_DOUBLE_EQ(*parse_flop_rate("1 PFLOPS"), 1e15);
 }
 
+TEST(ParseQuantity, FiniteAndNonZeroAfterConversion) {
+  // Finite as written, infinite or zero in base units.
+  EXPECT_FALSE(parse_bandwidth("1e308 TB/s"));
+  EXPECT_FALSE(parse_bytes("1e308 GiB"));
+  EXPECT_FALSE(parse_bytes("1e308"));  // GiB by default
+  EXPECT_FALSE(parse_flop_rate("1e300 PFLOPS"));
+  EXPECT_DOUBLE_EQ(*parse_duration("0 ms"), 0.0);  // zero where zero is allowed
+  EXPECT_DOUBLE_EQ(*parse_bandwidth("1e300 B/s"), 1e300);
+}
+
 TEST(FormatQuantity, ThreeSignificantDigits) {
   EXPECT_EQ(format_bytes(1.5 * kGiB), "1.50 GiB");
   EXPECT_EQ(format_bytes(512), "512 B");

@@ -7,12 +7,12 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <fstream>
 
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/timeline_comparison.h"
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/input_file.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/plan/checked_plan.h"
@@ -35,9 +35,9 @@ struct CompareArgs {
 };
 
 trace::Timeline load_timeline(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "a readable timeline (hyperpipe train --timeline)");
-  const json doc = json::parse(in, nullptr, false);
+  const json doc = json::parse(
+      read_input_file(path, kMaxTimelineFileBytes, "a timeline (hyperpipe train --timeline)"),
+      nullptr, false);
   if (doc.is_discarded()) throw InputError(path, "", "a JSON timeline document");
   return trace::timeline_from_json(doc, path);
 }

@@ -19,4 +19,11 @@ inline constexpr int64_t kMaxGpusPerNode = 1024;
 inline constexpr int64_t kMaxMicroBatches = int64_t{1} << 16;
 inline constexpr int64_t kMaxScheduleOps = int64_t{1} << 26;
 
+// Nesting of a YAML or JSON input: specs and plans nest four or five levels; yaml-cpp's own
+// parser stops at 500 (its DepthGuard), deep enough for recursive readers to matter.
+inline constexpr int kMaxNestingDepth = 64;
+// Values in one input document, aliases expanded: a profile database of a large sweep holds
+// a few hundred thousand; billions come only from aliases of aliases.
+inline constexpr int64_t kMaxDocumentNodes = int64_t{1} << 24;
+
 }  // namespace hyperpipe

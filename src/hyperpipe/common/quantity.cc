@@ -38,9 +38,16 @@ std::optional<double> parse_with_units(const std::string& raw, const std::array<
   if (end == begin || !std::isfinite(value) || value < 0) return std::nullopt;
   if (value == 0 && !allow_zero) return std::nullopt;
   const std::string unit = trim(std::string(end));
-  if (unit.empty()) return value * default_factor;
+  // The number must stay finite (and positive where zero is not allowed) once converted to
+  // base units: "1e308 TB/s" overflows to inf.
+  const auto converted = [&](double factor) -> std::optional<double> {
+    const double base = value * factor;
+    if (!std::isfinite(base) || (base == 0 && !allow_zero)) return std::nullopt;
+    return base;
+  };
+  if (unit.empty()) return converted(default_factor);
   for (const auto& candidate : units) {
-    if (unit == candidate.name) return value * candidate.factor;
+    if (unit == candidate.name) return converted(candidate.factor);
   }
   return std::nullopt;
 }

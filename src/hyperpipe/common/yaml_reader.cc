@@ -4,18 +4,53 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/input_file.h"
 #include "hyperpipe/common/quantity.h"
+#include "hyperpipe/common/text_excerpt.h"
 
 namespace hyperpipe {
 namespace {
 
-// Longest value echoed back in an error message; a whole sub-document would drown it.
-constexpr size_t kMaxShownValueChars = 40;
+// Longest field path echoed back in an error message (keys come from the file).
+constexpr size_t kMaxShownPathChars = 120;
+
+// Refuses documents nested deeper than kMaxNestingDepth or with more than kMaxDocumentNodes
+// nodes counted through aliases (a few aliases of aliases expand exponentially), before
+// any reader walks them.
+void check_shape(const YAML::Node& root, const std::string& source) {
+  struct Pending {
+    YAML::Node node;
+    int depth;
+  };
+  std::vector<Pending> stack{{root, 1}};  // the root is the first level
+  int64_t visited = 0;
+  while (!stack.empty()) {
+    Pending top = std::move(stack.back());
+    stack.pop_back();
+    if (++visited > kMaxDocumentNodes) {
+      throw InputError(source, "",
+                       fmt::format("more than {} values (counting each alias as the values it "
+                                   "repeats): not a spec, plan or profile",
+                                   kMaxDocumentNodes));
+    }
+    const bool container = top.node.IsSequence() || top.node.IsMap();
+    if (container && top.depth > kMaxNestingDepth) {
+      throw InputError(source, fmt::format("line {}", top.node.Mark().line + 1),
+                       fmt::format("nested deeper than {} levels", kMaxNestingDepth));
+    }
+    if (top.node.IsSequence()) {
+      for (const auto& item : top.node) stack.push_back({item, top.depth + 1});
+    } else if (top.node.IsMap()) {
+      for (const auto& entry : top.node) {
+        stack.push_back({entry.first, top.depth + 1});
+        stack.push_back({entry.second, top.depth + 1});
+      }
+    }
+  }
+}
 
 std::string join(const std::vector<std::string>& words) {
   std::string joined;
@@ -32,22 +67,23 @@ YamlField::YamlField(YAML::Node node, std::string source, std::string path, YAML
     : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)), mark_(mark) {}
 
 YamlField YamlField::load_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open the file for reading (does it exist?)");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return load_string(buffer.str(), path);
+  return load_string(read_input_file(path, kMaxSpecFileBytes, "a YAML or JSON file"), path);
 }
 
 YamlField YamlField::load_string(const std::string& text, const std::string& source) {
+  YAML::Node root;
   try {
-    YAML::Node root = YAML::Load(text);
-    return YamlField(root, source, "", root.Mark());
+    root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& error) {
+    throw InputError(source, fmt::format("line {}", error.mark.line + 1),
+                     fmt::format("nested deeper than {} levels", error.depth()));
   } catch (const YAML::ParserException& error) {
     throw InputError(source,
                      fmt::format("line {}, column {}", error.mark.line + 1, error.mark.column + 1),
                      "not valid YAML/JSON: " + error.msg);
   }
+  check_shape(root, source);
+  return YamlField(root, source, "", root.Mark());
 }
 
 int YamlField::line() const {
@@ -56,7 +92,8 @@ int YamlField::line() const {
 
 std::string YamlField::where() const {
   std::string place = line() > 0 ? fmt::format("line {}", line()) : std::string();
-  const std::string field = path_.empty() ? "top level" : "field '" + path_ + "'";
+  const std::string field =
+      path_.empty() ? "top level" : "field '" + printable_excerpt(path_, kMaxShownPathChars) + "'";
   return place.empty() ? field : place + ", " + field;
 }
 
@@ -64,9 +101,7 @@ std::string YamlField::shown_value() const {
   if (!node_.IsDefined() || node_.IsNull()) return "nothing";
   if (node_.IsMap()) return "a mapping";
   if (node_.IsSequence()) return "a list";
-  std::string text = node_.Scalar();
-  if (text.size() > kMaxShownValueChars) text = text.substr(0, kMaxShownValueChars) + "...";
-  return "'" + text + "'";
+  return "'" + printable_excerpt(node_.Scalar()) + "'";
 }
 
 void YamlField::fail(const std::string& expected) const {
@@ -109,8 +144,9 @@ void YamlField::allow_only(const std::vector<std::string>& allowed) const {
     if (!entry.first.IsScalar()) fail("a mapping with text keys");
     const std::string key = entry.first.as<std::string>();
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    throw InputError(source_, child(key, entry.second).where(),
-                     "unknown field '" + key + "'; expected one of: " + join(allowed));
+    throw InputError(
+        source_, child(key, entry.second).where(),
+        "unknown field '" + printable_excerpt(key) + "'; expected one of: " + join(allowed));
   }
 }
 

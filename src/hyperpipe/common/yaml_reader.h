@@ -3,6 +3,7 @@
 // and the field path ("nodes[1].count"), and saying what was expected.
 #pragma once
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>

@@ -3,25 +3,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/input_file.h"
 
 namespace hyperpipe::runtime {
 
 TextCorpus TextCorpus::load(const std::string& path, int64_t seq_len, uint64_t seed) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "a readable text file (the training data)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (static_cast<int64_t>(text.str().size()) < seq_len + 1) {
-    throw InputError(path, "",
-                     fmt::format("at least seq_len + 1 = {} bytes of text, got {}", seq_len + 1,
-                                 text.str().size()));
+  std::string text = read_input_file(path, kMaxCorpusBytes, "the training data (a text file)");
+  if (static_cast<int64_t>(text.size()) < seq_len + 1) {
+    throw InputError(
+        path, "",
+        fmt::format("at least seq_len + 1 = {} bytes of text, got {}", seq_len + 1, text.size()));
   }
-  return TextCorpus(text.str(), seq_len, seed);
+  return TextCorpus(std::move(text), seq_len, seed);
 }
 
 TextCorpus::TextCorpus(std::string text, int64_t seq_len, uint64_t seed)
