@@ -5,8 +5,11 @@ cd "$(dirname "$0")/.."
 
 generator=()
 if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+# CI (CI=true) builds with warnings as errors.
+werror=OFF
+if [ -n "${CI:-}" ]; then werror=ON; fi
 if [ ! -f build/CMakeCache.txt ]; then
-  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYPERPIPE_WERROR=$werror
 fi
 cmake --build build --parallel "$(nproc)"
 # Tools (clangd, clang-tidy) look for the compilation database at the repository root.

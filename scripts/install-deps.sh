@@ -6,9 +6,11 @@ set -euo pipefail
 
 # Build tools, then libraries. The runtime part (libtorch, gloo) is installed now so
 # that later parts build on a machine set up once. libopenblas0-openmp sits beside
-# libtorch because without it CPU training runs an order of magnitude slower.
+# libtorch because without it CPU training runs an order of magnitude slower. clang and its
+# runtime (libFuzzer, sanitizers) build the fuzz harnesses and the sanitizer tests.
 PACKAGES=(
   build-essential cmake ninja-build ccache clang-format git
+  clang libclang-rt-14-dev clang-tidy
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libopenblas0-openmp libgloo-dev

@@ -110,8 +110,6 @@ TEST_P(BadClusterYaml, SaysWhereAndWhat) {
   EXPECT_NE(message.find(GetParam().expected_fragment), std::string::npos) << message;
 }
 
-constexpr const char* kLinks = "links:\n  intra_node: {bandwidth: 100, latency: 1}\n";
-
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadClusterYaml,
     ::testing::Values(

@@ -142,5 +142,19 @@ TEST(YamlField, EchoedKeysAndValuesAreShortAndEscaped) {
   EXPECT_LT(value.size(), 200u);
 }
 
+TEST(YamlField, TextMustBeUtf8WithoutControlCharacters) {
+  const YamlField root =
+      YamlField::load_string("good: Grüße\nbad: x\xad\nbell: \"a\\u0007\"\n", "p.yaml");
+  EXPECT_EQ(root.required("good").as_string(), "Grüße");
+  const std::string bad = error_message<InputError>([&] { root.required("bad").as_string(); });
+  EXPECT_NE(bad.find("line 2, field 'bad': expected UTF-8 text without control characters, got "
+                     "'x\\xad'"),
+            std::string::npos)
+      << bad;
+  EXPECT_NE(
+      error_message<InputError>([&] { root.required("bell").as_string(); }).find("got 'a\\x07'"),
+      std::string::npos);
+}
+
 }  // namespace
 }  // namespace hyperpipe

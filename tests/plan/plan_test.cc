@@ -122,6 +122,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInputCase{R"({"format": "hyperpipe.plan/1", "model": "gpt2", "cluster": "a100x8",
                      "micro_batch_size": 2, "micro_batches": 70000, "stages": []})",
                      "field 'micro_batches': expected a positive integer up to 65536"},
+        BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0, 0], "dp": 2}]})",
+                     "field 'stages[0].devices[1]': expected a device not listed before in this "
+                     "stage (device 0 is)"},
+        BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [4294967296]}]})",
+                     "expected a device id from 0 to 16777216"},
         BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0], "gpus": 1}]})",
                      "unknown field 'gpus'"},
         BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0]}],

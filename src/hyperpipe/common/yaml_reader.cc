@@ -156,6 +156,9 @@ std::vector<std::pair<std::string, YamlField>> YamlField::entries() const {
   for (const auto& entry : node_) {
     if (!entry.first.IsScalar()) fail("a mapping with text keys");
     const std::string key = entry.first.as<std::string>();
+    if (!is_printable_utf8(key)) {
+      child(key, entry.second).fail("a key in UTF-8 text without control characters");
+    }
     result.emplace_back(key, child(key, entry.second));
   }
   return result;
@@ -175,6 +178,9 @@ std::vector<YamlField> YamlField::items(size_t min_items) const {
 
 std::string YamlField::as_string() const {
   if (!node_.IsScalar()) fail("a text value");
+  // Names travel into JSON outputs, tables and the terminal: UTF-8 without control
+  // characters, or refused here with the line, rather than failing once results are written.
+  if (!is_printable_utf8(node_.Scalar())) fail("UTF-8 text without control characters");
   return node_.Scalar();
 }
 

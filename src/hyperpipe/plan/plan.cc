@@ -57,7 +57,11 @@ StagePlan read_stage(const YamlField& entry, model::Recompute default_recompute)
   const YamlField devices = entry.required("devices");
   for (const auto& device : devices.items(1)) {
     const int64_t id = device.as_int();
-    if (id < 0) device.fail("a device id (0 or more)");
+    if (id < 0 || id > kMaxSize) device.fail(fmt::format("a device id from 0 to {}", kMaxSize));
+    // Each device runs one process of the stage: listed twice, it would run two.
+    if (std::find(stage.devices.begin(), stage.devices.end(), id) != stage.devices.end()) {
+      device.fail(fmt::format("a device not listed before in this stage (device {} is)", id));
+    }
     stage.devices.push_back(static_cast<int>(id));
   }
   const int count = static_cast<int>(stage.devices.size());

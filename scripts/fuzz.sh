@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer harness of build-asan/tests/fuzz for SECONDS each (default 30; CI
+# runs 30, a longer hunt is `bash scripts/fuzz.sh 3600`), seeded from examples/,
+# tests/data/ and tests/fuzz/seeds/, with a dictionary of each format's field names. The
+# corpus grows in build-asan/fuzz-corpus/ across runs. A crash leaves its input in
+# build-asan/fuzz-findings/ and fails the script; copy it to tests/data/fuzz/<harness>/
+# (run by CTest in build-asan) when it is fixed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-30}"
+bin=build-asan/tests/fuzz
+if [ ! -x "$bin/plan_fuzz" ]; then
+  echo "fuzz: build-asan has no harnesses; run scripts/sanitize.sh first" >&2
+  exit 2
+fi
+
+# harness   dictionary   seed files
+harnesses=(
+  "model_yaml_fuzz model_yaml examples/models/*.yaml"
+  "hf_config_fuzz hf_config tests/data/*-config.json"
+  "cluster_yaml_fuzz cluster_yaml examples/clusters/*.yaml"
+  "profile_db_fuzz profiles tests/fuzz/seeds/profiles/*"
+  "plan_fuzz plan examples/plans/*.json"
+  "planner_fuzz - tests/fuzz/seeds/planner/*"
+)
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+mkdir -p build-asan/fuzz-findings
+failed=0
+for entry in "${harnesses[@]}"; do
+  read -r name dict seeds <<<"$entry"
+  corpus="build-asan/fuzz-corpus/$name"
+  mkdir -p "$corpus"
+  # shellcheck disable=SC2086  # the seed globs expand here
+  cp -n $seeds "$corpus"/ 2>/dev/null || true
+  flags=(-max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -max_len=8192
+         -print_final_stats=0 -artifact_prefix="build-asan/fuzz-findings/$name-")
+  if [ "$dict" != "-" ]; then flags+=(-dict="tests/fuzz/dict/$dict.dict"); fi
+  log="build-asan/fuzz-findings/$name.log"
+  if "$bin/$name" "${flags[@]}" "$corpus" >"$log" 2>&1; then
+    runs=$(grep -o 'Done [0-9]* runs' "$log" | grep -o '[0-9]*')
+    echo "fuzz: $name: ${runs:-0} inputs in ${seconds} s, no finding"
+  else
+    echo "fuzz: $name FOUND A DEFECT; its input is in build-asan/fuzz-findings/ and the" \
+         "report is the end of $log:" >&2
+    tail -40 "$log" >&2
+    failed=1
+  fi
+done
+exit "$failed"
