@@ -29,6 +29,7 @@
 #include "hyperpipe/runtime/text_corpus.h"
 #include "hyperpipe/sim/plan_simulation.h"
 #include "hyperpipe/trace/timeline_json.h"
+#include "run_helpers.h"
 #include "test_files.h"
 
 namespace hyperpipe::runtime {
@@ -37,15 +38,8 @@ namespace {
 namespace fs = std::filesystem;
 using hyperpipe::testing::temp_path;
 using hyperpipe::testing::write_temp_file;
+using namespace hyperpipe::runtime::integration;
 
-const std::string kBinary = HYPERPIPE_BINARY;
-const std::string kCorpus = std::string(HYPERPIPE_EXAMPLES) + "/data/corpus.txt";
-
-// Four blocks: a chain of six layers; tied embeddings, so the embedding's and the head's
-// copies must be summed across stages.
-const char* kTinyGpt =
-    "name: test-gpt\nflavour: gpt\nhidden: 32\nlayers: 4\nheads: 2\nvocab: 256\nseq_len: 16\n"
-    "tied_embeddings: true\ndropout: false\n";
 const char* kTinyLlama =
     "name: test-llama\nflavour: llama\nhidden: 32\nlayers: 4\nheads: 4\nkv_heads: 2\n"
     "ffn_hidden: 64\nvocab: 256\nseq_len: 16\ntied_embeddings: false\n";
@@ -63,11 +57,6 @@ struct TrainedRun {
   std::vector<double> losses;
   std::map<std::string, torch::Tensor> weights;
 };
-
-int run_command(const std::string& command) {
-  const int status = std::system(command.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 std::string common_options(const std::string& dir, int steps) {
   return fmt::format(
@@ -99,25 +88,6 @@ std::vector<double> metric_losses(const std::string& dir) {
   std::string line;
   while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"]);
   return losses;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// A fresh directory with the model and a plan of it on the built-in a100x8 (no emulated
-// slowdown); returns the directory.
-std::string prepare(const std::string& name, const std::string& model_yaml,
-                    const std::string& plan_body, bool fresh = true) {
-  const std::string dir = temp_path(name);
-  if (fresh) fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::ofstream(dir + "/model.yaml") << model_yaml;
-  std::ofstream(dir + "/plan.json") << R"({"format": "hyperpipe.plan/1", "model": "model.yaml",
-    "cluster": "a100x8", )" << plan_body
-                                    << "}";
-  return dir;
 }
 
 // The plan's processes through `hyperpipe launch`, with `extra` options.
@@ -345,14 +315,6 @@ TEST(Training, TensorParallelStageBesideAWholeOne) {
               reference(kTinyLlama, 6, 2));
 }
 
-const char* kTwoStages =
-    R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "1f1b",
-       "stages": [{"layers": [0, 3], "devices": [0]}, {"layers": [3, 6], "devices": [1]}])";
-const char* kThreeStages =
-    R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "zb-h1",
-       "stages": [{"layers": [0, 2], "devices": [0]}, {"layers": [2, 5], "devices": [1]},
-                  {"layers": [5, 6], "devices": [2]}])";
-
 TEST(Training, ResumedRunEqualsTheUninterruptedOne) {
   const TrainedRun whole = launch("resume-whole", kTinyGpt, kTwoStages, 4);
   launch("resume-parts", kTinyGpt, kTwoStages, 2);
@@ -568,33 +530,6 @@ TEST(Profile, MeasuresTheEmulatedTypesAsTheyRunAndMerges) {
   // A cluster of real GPUs has no stand-ins to derive.
   EXPECT_EQ(run_command(base + " --cluster a100x8 > " + dir + "/log.txt 2>&1"), 2);
   EXPECT_NE(slurp(dir + "/log.txt").find("a type with a `speed`"), std::string::npos);
-}
-
-// Starts `hyperpipe train` as rank `rank` of `world` directly (the test is the launcher),
-// output to `log`; returns its pid.
-pid_t start_worker(const std::string& plan, int rank, int world, int port,
-                   const std::string& options, const std::string& log) {
-  const std::string command = fmt::format(
-      "RANK={} WORLD_SIZE={} MASTER_ADDR=127.0.0.1 MASTER_PORT={} exec {} train --plan {} {} "
-      "> {} 2>&1",
-      rank, world, port, kBinary, plan, options, log);
-  const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
-  pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
-  return pid;
-}
-
-// Waits up to `seconds` for the process; its exit code, or -1 if it is still running.
-int wait_for(pid_t pid, double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return -1;
 }
 
 class KilledWorker : public ::testing::TestWithParam<int> {};

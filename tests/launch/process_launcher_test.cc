@@ -1,9 +1,13 @@
 #include "hyperpipe/launch/process_launcher.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <sstream>
+#include <thread>
 
 namespace hyperpipe::launch {
 namespace {
@@ -65,6 +69,60 @@ TEST(ProcessLauncher, ThoseIgnoringTermAreKilledAfterTheGrace) {
   EXPECT_EQ(result.exit_code, 5);
   EXPECT_EQ(result.codes[1], 128 + 9);  // SIGKILL
   EXPECT_LT(seconds, 10.0);
+}
+
+// Sends `signal_number` to this process (the launcher) while its workers run.
+std::thread signal_soon(int signal_number) {
+  return std::thread([signal_number] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    kill(getpid(), signal_number);
+  });
+}
+
+TEST(ProcessLauncher, ASignalToTheLauncherReachesEveryWorker) {
+  for (const int signal_number : {SIGINT, SIGTERM}) {
+    std::ostringstream out;
+    std::ostringstream err;
+    // Each worker leads its own process group, so only the launcher can pass it on.
+    const auto spec = shell(fmt::format("trap 'echo stopped; exit {}' INT TERM; "
+                                        "while :; do sleep 0.05; done",
+                                        128 + signal_number),
+                            3);
+    std::thread sender = signal_soon(signal_number);
+    const auto start = std::chrono::steady_clock::now();
+    const auto result = launch_processes(spec, out, err);
+    sender.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+    EXPECT_EQ(result.signal, signal_number);
+    EXPECT_EQ(result.exit_code, 128 + signal_number);  // 130 for Ctrl-C, as a shell says
+    EXPECT_EQ(result.failed_rank, -1);
+    for (int rank = 0; rank < 3; ++rank) {
+      EXPECT_NE(out.str().find(fmt::format("[rank {}] stopped", rank)), std::string::npos)
+          << out.str();
+      EXPECT_EQ(result.codes[rank], 128 + signal_number);
+    }
+    EXPECT_NE(err.str().find("asking the 3 workers to stop"), std::string::npos) << err.str();
+  }
+}
+
+TEST(ProcessLauncher, WorkersIgnoringTheForwardedSignalAreKilledAfterTheGrace) {
+  std::ostringstream out;
+  std::ostringstream err;
+  auto spec = shell("trap '' INT; while :; do sleep 0.05; done", 2);
+  spec.grace = std::chrono::milliseconds(300);
+  std::thread sender = signal_soon(SIGINT);
+  const auto result = launch_processes(spec, out, err);
+  sender.join();
+  EXPECT_EQ(result.exit_code, 130);
+  EXPECT_EQ(result.codes, (std::vector<int>{128 + SIGKILL, 128 + SIGKILL}));
+}
+
+TEST(ProcessLauncher, WorkersKnowTheirLauncher) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const auto result = launch_processes(shell("echo launcher=$HYPERPIPE_LAUNCHER_PID", 1), out, err);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_NE(out.str().find(fmt::format("launcher={}\n", getpid())), std::string::npos) << out.str();
 }
 
 TEST(ProcessLauncher, AMissingProgramIsAnError) {

@@ -8,6 +8,7 @@
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/plan/plan.h"
 
@@ -64,6 +65,11 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     spec.grace = std::chrono::milliseconds(static_cast<int64_t>(args->grace_seconds * 1000));
     out << fmt::format("launching {} processes for {}\n", spec.processes, args->plan) << std::flush;
     const auto result = launch::launch_processes(spec, out, err);
+    if (result.signal && result.failed_rank < 0) {
+      throw CommandFailed(fmt::format("stopped by {}: every worker stopped after its step",
+                                      signal_name(result.signal)),
+                          result.exit_code);
+    }
     if (result.exit_code != 0) {
       throw CommandFailed(fmt::format("rank {} of {} failed (exit code {}); the run stopped",
                                       result.failed_rank, spec.processes, result.exit_code),

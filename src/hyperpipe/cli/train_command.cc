@@ -7,6 +7,8 @@
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/timeline_comparison.h"
+#include "hyperpipe/common/stop_signals.h"
+#include "hyperpipe/launch/parent_watch.h"
 #include "hyperpipe/runtime/trainer.h"
 
 namespace hyperpipe::cli {
@@ -79,8 +81,18 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
     options->executor.seed = static_cast<uint64_t>(*seed);
     options->data_seed = static_cast<uint64_t>(*seed);
     options->timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout_seconds * 1000.0));
+    if (!launch::die_with_launcher()) {
+      throw CommandFailed("the launcher that started this worker is gone; not starting",
+                          kExitInternalError);
+    }
     try {
       const auto summary = runtime::train(*options, out);
+      if (summary.stopped_by) {
+        // As a shell reports a process a signal ended: 128 + the signal.
+        throw CommandFailed(fmt::format("stopped by {} after step {}",
+                                        signal_name(summary.stopped_by), summary.steps_done),
+                            128 + summary.stopped_by);
+      }
       if (summary.measured_timeline && summary.predicted_timeline) {
         out << fmt::format(
             "\npredicted against measured in step {}, device group by device group:\n",

@@ -15,6 +15,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "hyperpipe/common/stop_signals.h"
+#include "hyperpipe/launch/parent_watch.h"
+
 extern char** environ;
 
 namespace hyperpipe::launch {
@@ -74,6 +77,7 @@ std::vector<std::string> environment_for(const LaunchSpec& spec, int rank, int p
   variables["LOCAL_WORLD_SIZE"] = std::to_string(spec.processes);
   variables["MASTER_ADDR"] = spec.address;
   variables["MASTER_PORT"] = std::to_string(port);
+  variables[kLauncherPidVariable] = std::to_string(getpid());
   std::vector<std::string> result;
   for (const auto& [name, value] : variables) result.push_back(name + "=" + value);
   return result;
@@ -144,6 +148,11 @@ int free_port() {
 
 LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::ostream& err) {
   if (spec.command.empty()) throw std::runtime_error("nothing to launch");
+  // Ctrl-C, SIGTERM or SIGHUP to the launcher reach every worker (each leads a process
+  // group of its own, so a terminal's Ctrl-C would not), and the launcher waits for them.
+  const StopSignals signals(/*arm_alarm=*/false);
+  int forwarded = 0;  // the signal passed on to the workers, 0 before
+  int forced = 0;     // stop signals seen when the workers were last killed outright
   const int port = spec.port > 0 ? spec.port : free_port();
   std::vector<Child> children;
   LaunchResult result;
@@ -191,7 +200,12 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
       child.exited = true;
       child.code = exit_code_of(status);
       --running;
-      if (child.code != 0 && result.failed_rank < 0) {
+      // A worker that stopped on the signal passed on to it, or that the launcher killed
+      // after it, has not failed.
+      const bool stopped_as_asked =
+          forwarded && (child.code == 128 + SIGINT || child.code == 128 + SIGTERM ||
+                        child.code == 128 + SIGHUP || child.code == 128 + SIGKILL);
+      if (child.code != 0 && !stopped_as_asked && result.failed_rank < 0) {
         result.failed_rank = rank;
         result.exit_code = child.code;
         err << fmt::format("[launch] rank {} exited with code {}; stopping the others\n", rank,
@@ -204,7 +218,26 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
         }
       }
     }
-    if (stopping && std::chrono::steady_clock::now() > stop_deadline) {
+    if (const int signal_number = StopSignals::received(); signal_number && !forwarded) {
+      forwarded = signal_number;
+      err << fmt::format(
+                 "[launch] {}: asking the {} workers to stop after their current step "
+                 "(killed after {:.0f} s; again to kill them now)\n",
+                 signal_name(signal_number), running,
+                 std::chrono::duration<double>(spec.grace).count())
+          << std::flush;
+      for (auto& other : children) {
+        if (!other.exited) kill(-other.pid, signal_number);
+      }
+      if (!stopping) {
+        stopping = true;
+        stop_deadline = std::chrono::steady_clock::now() + spec.grace;
+      }
+    }
+    // A second stop signal, or the grace run out: kill what is left.
+    const bool again = forwarded && StopSignals::count() > 1 && forced < StopSignals::count();
+    if (again || (stopping && std::chrono::steady_clock::now() > stop_deadline)) {
+      forced = StopSignals::count();
       for (auto& other : children) {
         if (!other.exited) kill(-other.pid, SIGKILL);
       }
@@ -229,6 +262,9 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
     }
     result.codes.push_back(child.code);
   }
+  // Stopped by a signal: the launcher's exit says so (130 for Ctrl-C), as a shell's would.
+  if (forwarded && result.failed_rank < 0) result.exit_code = 128 + forwarded;
+  result.signal = forwarded;
   return result;
 }
 

@@ -25,10 +25,15 @@ struct LaunchResult {
   int exit_code = 0;       // 0, or the first failing rank's (128 + signal when killed)
   int failed_rank = -1;    // the first rank to fail, -1 when none did
   std::vector<int> codes;  // per rank
+  int signal = 0;          // the stop signal forwarded to the workers, 0 if none
 };
 
-// Blocks until every process has exited. Lines are written to `out` (stdout) and `err`
-// (stderr) as "[rank 3] text". Throws std::runtime_error when a process cannot start.
+// Blocks until every process has exited. SIGINT, SIGTERM or SIGHUP received meanwhile is
+// forwarded to every process (a second one, or `grace` later, SIGKILL), and the exit code
+// becomes 128 + that signal unless a rank failed first. Every process gets
+// HYPERPIPE_LAUNCHER_PID, so it can die with the launcher (parent_watch.h). Lines are written to
+// `out` (stdout) and `err` (stderr) as "[rank 3] text". Throws std::runtime_error when a process
+// cannot start.
 LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::ostream& err);
 
 // A TCP port that was free a moment ago on 127.0.0.1.

@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/common/output_file.h"
+#include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/plan/plan_json.h"
 #include "hyperpipe/runtime/checkpoint.h"
@@ -28,6 +30,21 @@ namespace {
 // 0's time) of the last this many: one step alone scatters ±10% on a busy host, and a
 // step's track (about a hundred intervals) is kept only this long.
 constexpr size_t kRecentSteps = 32;
+
+// Whether any process received a stop signal (SIGINT, SIGTERM, SIGHUP): all of them learn
+// it at the same step boundary, so none starts a step the others will not run, and all
+// stop on the same signal (the largest number received, so every exit code agrees).
+// Returns it, or 0.
+int agree_to_stop(Communicator& communicator) {
+  const int world = communicator.world_size();
+  // Each rank's signal in its own slot of a sum: the result is every rank's signal.
+  std::vector<torch::Tensor> received{torch::zeros({world}, torch::kFloat32)};
+  received[0][communicator.rank()] = StopSignals::received();
+  std::vector<int> everyone(static_cast<size_t>(world));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  communicator.all_reduce_sum(received, everyone);
+  return static_cast<int>(received[0].max().item<float>());
+}
 constexpr char kTracedStepKey[] = "traced step";
 
 torch::Device device_for(const std::string& name, const Rendezvous& rendezvous) {
@@ -140,7 +157,28 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
       recent.emplace_back(result, step);
       if (recent.size() > kRecentSteps) recent.pop_front();
     }
+    const bool last = step + 1 == options.steps;
+    if (const int signal_number = last ? 0 : agree_to_stop(communicator)) {
+      // Stopped between steps: the step is whole, and so is the checkpoint of it.
+      summary.stopped_by = signal_number;
+      summary.steps_done = step + 1;
+      const bool saved = options.checkpoint_dir && options.checkpoint_every > 0 &&
+                         (step + 1) % options.checkpoint_every == 0;
+      if (options.checkpoint_dir && !saved) save(step + 1);
+      write_metrics();
+      if (reporter) {
+        out << fmt::format("stopped by {} after step {}{}\n", signal_name(signal_number), step + 1,
+                           options.checkpoint_dir ? fmt::format("; checkpoint of step {} in {}",
+                                                                step + 1, *options.checkpoint_dir)
+                                                  : "")
+            << std::flush;
+      }
+      communicator.stop_watchdog();
+      communicator.barrier();
+      return summary;
+    }
   }
+  summary.steps_done = options.steps;
   if (!options.trace_step && !recent.empty()) {
     // Rank 0 picks the median step (the first of a run, which warms caches and
     // allocators, only when alone); every rank sends its track of it.
@@ -293,6 +331,9 @@ TrainSummary train(const TrainOptions& options, std::ostream& out) {
     throw InputError("--dtype", options.dtype, "fp32 or fp64");
   }
 
+  // From here a stop signal ends the run at the next step boundary (agree_to_stop), or
+  // after kStopGraceSeconds at the latest.
+  const StopSignals stop_signals(/*arm_alarm=*/true);
   const auto communicator = connect(rendezvous, executor_options.device, options.timeout);
   // A failure anywhere ends this process too, with the report that names it.
   communicator->start_watchdog([](const std::string& message) {

@@ -60,6 +60,10 @@ struct TrainSummary {
   // Rank 0, when the traced step ran: the simulator's iteration with that step's measured
   // compute in place of the profiles' (sim/measured_compute.h).
   std::optional<double> replayed_iteration;
+  int64_t steps_done = 0;  // counted from the run's start, the resumed steps included
+  // SIGINT, SIGTERM or SIGHUP when a stop signal ended the run early (after steps_done,
+  // checkpointed when a checkpoint directory was given); 0 when it ran every step.
+  int stopped_by = 0;
 };
 
 // The exit code of a process that stops because another failed (its watchdog's).

@@ -1,0 +1,91 @@
+// What the multi-process tests share: the hyperpipe binary, a tiny model and plans of it,
+// fresh run directories, and starting and waiting for processes.
+#pragma once
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "test_files.h"
+
+extern char** environ;
+
+namespace hyperpipe::runtime::integration {
+
+inline const std::string kBinary = HYPERPIPE_BINARY;
+inline const std::string kCorpus = std::string(HYPERPIPE_EXAMPLES) + "/data/corpus.txt";
+
+// Four blocks: a chain of six layers; tied embeddings, so the embedding's and the head's
+// copies must be summed across stages.
+inline const char* kTinyGpt =
+    "name: test-gpt\nflavour: gpt\nhidden: 32\nlayers: 4\nheads: 2\nvocab: 256\nseq_len: 16\n"
+    "tied_embeddings: true\ndropout: false\n";
+
+inline const char* kTwoStages =
+    R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "1f1b",
+       "stages": [{"layers": [0, 3], "devices": [0]}, {"layers": [3, 6], "devices": [1]}])";
+inline const char* kThreeStages =
+    R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "zb-h1",
+       "stages": [{"layers": [0, 2], "devices": [0]}, {"layers": [2, 5], "devices": [1]},
+                  {"layers": [5, 6], "devices": [2]}])";
+
+inline int run_command(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A fresh directory with the model and a plan of it on the built-in a100x8 (no emulated
+// slowdown); returns the directory.
+inline std::string prepare(const std::string& name, const std::string& model_yaml,
+                           const std::string& plan_body, bool fresh = true) {
+  const std::string dir = hyperpipe::testing::temp_path(name);
+  if (fresh) std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/model.yaml") << model_yaml;
+  std::ofstream(dir + "/plan.json") << R"({"format": "hyperpipe.plan/1", "model": "model.yaml",
+    "cluster": "a100x8", )" << plan_body
+                                    << "}";
+  return dir;
+}
+
+// Starts `hyperpipe train` as rank `rank` of `world` directly (the test is the launcher),
+// output to `log`; returns its pid.
+inline pid_t start_worker(const std::string& plan, int rank, int world, int port,
+                          const std::string& options, const std::string& log) {
+  const std::string command = fmt::format(
+      "RANK={} WORLD_SIZE={} MASTER_ADDR=127.0.0.1 MASTER_PORT={} exec {} train --plan {} {} "
+      "> {} 2>&1",
+      rank, world, port, kBinary, plan, options, log);
+  const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+  return pid;
+}
+
+// Waits up to `seconds` for the process; its exit code, or -1 if it is still running.
+inline int wait_for(pid_t pid, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+}  // namespace hyperpipe::runtime::integration
