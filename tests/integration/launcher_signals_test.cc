@@ -15,16 +15,6 @@ namespace {
 
 using namespace integration;
 
-// The launcher itself (exec, so the pid is its own), output to `log`.
-pid_t start_launcher(const std::string& dir, const std::string& options, const std::string& log) {
-  const std::string command =
-      fmt::format("exec {} launch --plan {}/plan.json {} > {} 2>&1", kBinary, dir, options, log);
-  const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
-  pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
-  return pid;
-}
-
 // The parent pid and state letter of a process from /proc, or (-1, 0) if it is gone.
 std::pair<pid_t, char> parent_and_state(pid_t pid) {
   std::ifstream in(fmt::format("/proc/{}/stat", pid));

@@ -88,4 +88,15 @@ inline int wait_for(pid_t pid, double seconds) {
   return -1;
 }
 
+// The launcher itself (exec, so the pid is its own), output to `log`.
+inline pid_t start_launcher(const std::string& dir, const std::string& options,
+                            const std::string& log) {
+  const std::string command =
+      fmt::format("exec {} launch --plan {}/plan.json {} > {} 2>&1", kBinary, dir, options, log);
+  const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+  return pid;
+}
+
 }  // namespace hyperpipe::runtime::integration

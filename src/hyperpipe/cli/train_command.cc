@@ -70,7 +70,10 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
                    "Save every this many steps (and at the end)")
       ->check(CLI::NonNegativeNumber);
   command->add_flag("--resume", options->resume,
-                    "Continue from the last complete checkpoint in --checkpoint-dir");
+                    "Continue from the last complete checkpoint in --checkpoint-dir (of the "
+                    "same model, seed and data)");
+  command->add_flag("--overwrite", options->overwrite,
+                    "Replace the checkpoints an earlier run left in --checkpoint-dir");
   command->footer(
       "Examples:\n"
       "  hyperpipe launch --plan examples/plans/tiny-gpt-3stage.json "

@@ -11,7 +11,10 @@
 
 #include "hyperpipe/common/crc32.h"
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/input_file.h"
+#include "hyperpipe/common/log.h"
 #include "hyperpipe/common/output_file.h"
+#include "hyperpipe/common/text_excerpt.h"
 
 namespace hyperpipe::runtime {
 namespace {
@@ -61,7 +64,8 @@ void write_chunk(const std::string& path, StageModule& module, const torch::opti
 
 void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor& executor,
                      Communicator& communicator, const RankLayout& layout,
-                     const nlohmann::json& plan, const std::string& model_name) {
+                     const nlohmann::json& plan, const std::string& model_name,
+                     const nlohmann::json& run) {
   const std::string where = step_directory(dir, steps_done);
   const auto& role = executor.role();
   nlohmann::json files = nlohmann::json::array();
@@ -94,6 +98,7 @@ void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor&
     const nlohmann::json manifest{{"format", kCheckpointFormat},
                                   {"model", model_name},
                                   {"steps_done", steps_done},
+                                  {"run", run},
                                   {"plan", plan},
                                   {"files", all}};
     write_file_atomically((fs::path(where) / kCheckpointManifest).string(), manifest.dump(2));
@@ -101,30 +106,54 @@ void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor&
   communicator.barrier();
 }
 
-std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir) {
-  if (!fs::is_directory(dir)) return std::nullopt;
-  std::vector<std::string> complete;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.is_directory() && entry.path().filename().string().rfind("step-", 0) == 0 &&
-        fs::exists(entry.path() / kCheckpointManifest)) {
-      complete.push_back(entry.path().string());
-    }
+namespace {
+
+// libtorch's archives (torch::serialize::OutputArchive::save_to) are zip files: they start
+// with a zip local file header.
+bool is_torch_archive(const std::string& path) {
+  constexpr char kZipMagic[] = {'P', 'K', '\x03', '\x04'};
+  char head[sizeof kZipMagic] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(head, sizeof head);
+  return in.gcount() == sizeof head && std::equal(head, head + sizeof head, kZipMagic);
+}
+
+// A file name from a manifest: a plain name inside the step's directory, never a path out
+// of it ("../../etc/hostname") nor a hidden or special entry.
+std::string checked_file_name(const nlohmann::json& file, const std::string& manifest_path) {
+  const std::string name = file.at("name").get<std::string>();
+  if (name.empty() || name.front() == '.' || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos) {
+    throw InputError(manifest_path, "files",
+                     fmt::format("file names inside the checkpoint's directory, got '{}'",
+                                 printable_excerpt(name)));
   }
-  if (complete.empty()) return std::nullopt;
-  std::sort(complete.begin(), complete.end());
+  return name;
+}
+
+// The checkpoint in `path`, its manifest read and every file checked against its CRC-32.
+CheckpointInfo read_checkpoint(const std::string& path) {
   CheckpointInfo info;
-  info.path = complete.back();
+  info.path = path;
   const std::string manifest_path = (fs::path(info.path) / kCheckpointManifest).string();
   try {
-    std::ifstream in(manifest_path);
-    info.manifest = nlohmann::json::parse(in);
+    info.manifest = nlohmann::json::parse(
+        read_input_file(manifest_path, kMaxSpecFileBytes, "a checkpoint manifest"));
     if (info.manifest.at("format") != kCheckpointFormat) {
       throw InputError(manifest_path, "format", std::string("\"") + kCheckpointFormat + "\"");
     }
     info.steps_done = info.manifest.at("steps_done").get<int64_t>();
     for (const auto& file : info.manifest.at("files")) {
-      const std::string path = (fs::path(info.path) / file.at("name").get<std::string>()).string();
-      if (!fs::exists(path)) throw InputError(path, "", "the checkpoint file its manifest lists");
+      const std::string path =
+          (fs::path(info.path) / checked_file_name(file, manifest_path)).string();
+      if (!fs::is_regular_file(path)) {
+        throw InputError(path, "", "the checkpoint file its manifest lists");
+      }
+      if (!is_torch_archive(path)) {
+        throw InputError(path, "",
+                         "a checkpoint file written by hyperpipe (a torch archive); it is not "
+                         "one");
+      }
       if (fs::file_size(path) != file.at("bytes").get<uint64_t>() ||
           file_crc32(path) != file.at("crc32").get<uint32_t>()) {
         throw InputError(path, "",
@@ -138,6 +167,36 @@ std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir) {
     throw InputError(manifest_path, "", std::string("a checkpoint manifest: ") + error.what());
   }
   return info;
+}
+
+}  // namespace
+
+std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir) {
+  if (!fs::is_directory(dir)) return std::nullopt;
+  std::vector<std::string> complete;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("step-", 0) == 0 &&
+        fs::exists(entry.path() / kCheckpointManifest)) {
+      complete.push_back(entry.path().string());
+    }
+  }
+  // Newest first; a corrupt one gives way to the newest intact one before it.
+  std::sort(complete.rbegin(), complete.rend());
+  std::optional<InputError> newest_error;
+  for (const auto& path : complete) {
+    try {
+      CheckpointInfo info = read_checkpoint(path);
+      if (newest_error) {
+        log().warn("{}; resuming from the newest intact checkpoint instead, {}",
+                   newest_error->what(), path);
+      }
+      return info;
+    } catch (const InputError& error) {
+      if (!newest_error) newest_error = error;
+    }
+  }
+  if (newest_error) throw *newest_error;  // none is intact
+  return std::nullopt;
 }
 
 void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
@@ -157,9 +216,15 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
       const int end = file.at("layers")[1].get<int>();
       if (end <= chunk->first_layer() || first >= chunk->end_layer()) continue;
       const std::string path =
-          (fs::path(checkpoint.path) / file.at("name").get<std::string>()).string();
+          (fs::path(checkpoint.path) / checked_file_name(file, manifest_path)).string();
       torch::serialize::InputArchive archive;
-      archive.load_from(path);
+      try {
+        archive.load_from(path);
+      } catch (const c10::Error&) {
+        throw InputError(path, "",
+                         "a checkpoint file written by hyperpipe (a torch archive); it is not "
+                         "one");
+      }
       for (const auto& key : archive.keys()) {
         if (key.find('/') != std::string::npos) continue;  // optimizer state, read below
         const int layer = parameter_layer(key);

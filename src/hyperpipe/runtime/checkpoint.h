@@ -26,15 +26,18 @@ struct CheckpointInfo {
 };
 
 // Collective: the first data-parallel rank of each device group of the plan's own
-// pipeline writes its chunks, then rank 0 the manifest (with the plan document), in
-// `dir`/step-NNNNNNNN.
+// pipeline writes its chunks, then rank 0 the manifest (with the plan document and the
+// run's identity, checkpoint_directory.h), in `dir`/step-NNNNNNNN.
 void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor& executor,
                      Communicator& communicator, const RankLayout& layout,
-                     const nlohmann::json& plan, const std::string& model_name);
+                     const nlohmann::json& plan, const std::string& model_name,
+                     const nlohmann::json& run);
 
 // The checkpoint with the most steps in `dir` whose manifest exists (incomplete ones,
-// without it, are passed over), its files checked against their CRC-32s; nullopt when
-// there is none. Throws InputError naming the file when it is corrupt or truncated.
+// without it, are passed over), its files checked against their CRC-32s; a corrupt or
+// truncated one gives way, with a warning, to the newest intact one. nullopt when there is
+// none; InputError naming the newest's bad file when none is intact. Manifests may name
+// only plain files inside their own directory.
 std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir);
 
 // Parameters and optimizer state for the executor's chunks, from a checkpoint of any

@@ -16,6 +16,7 @@
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/plan/plan_json.h"
 #include "hyperpipe/runtime/checkpoint.h"
+#include "hyperpipe/runtime/checkpoint_directory.h"
 #include "hyperpipe/runtime/host_memory.h"
 #include "hyperpipe/runtime/rendezvous.h"
 #include "hyperpipe/sim/plan_simulation.h"
@@ -79,6 +80,8 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
                           const cost::ProfileDb* profiles, std::ostream& out) {
   const ProcessRole& role = layout.role(rendezvous.rank);
   const int64_t seq = data.seq_len();
+  const RunIdentity identity =
+      identity_of(model.config().name, options.executor.seed, options.data_path);
   Executor executor(model, plan, layout, communicator, data, executor_options);
   const bool reporter = rendezvous.rank == 0;
   TrainSummary summary;
@@ -95,7 +98,7 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
   }
   const auto save = [&](int64_t steps_done) {
     save_checkpoint(*options.checkpoint_dir, steps_done, executor, communicator, layout,
-                    plan::to_json(plan), model.config().name);
+                    plan::to_json(plan), model.config().name, identity.to_json());
   };
   log().info("rank {}: pipeline {}, device group {}, dp {}/{}, tp {}/{}, device {} ({}), speed {}",
              rendezvous.rank, role.pipeline, role.group, role.dp_index, role.dp, role.tp_index,
@@ -314,10 +317,22 @@ TrainSummary train(const TrainOptions& options, std::ostream& out) {
                                  layout.world_size(), rendezvous.launcher, rendezvous.world_size));
   }
   std::optional<CheckpointInfo> checkpoint;
+  if (options.resume && !options.checkpoint_dir) {
+    throw InputError("--resume", "", "a --checkpoint-dir to resume from");
+  }
+  // Rank 0 holds the directory's lock for the whole run (and refuses a directory with
+  // another run's checkpoints unless resuming or overwriting).
+  std::optional<CheckpointDirectory> directory;
+  if (options.checkpoint_dir && rendezvous.rank == 0) {
+    directory.emplace(*options.checkpoint_dir, options.resume, options.overwrite);
+  }
   if (options.resume) {
-    if (!options.checkpoint_dir)
-      throw InputError("--resume", "", "a --checkpoint-dir to resume from");
     checkpoint = latest_checkpoint(*options.checkpoint_dir);
+    if (checkpoint && checkpoint->manifest.contains("run")) {
+      identity_of(model.config().name, options.executor.seed, options.data_path)
+          .require_same(checkpoint->manifest["run"],
+                        (std::filesystem::path(checkpoint->path) / kCheckpointManifest).string());
+    }
   }
   const ProcessRole& role = layout.role(rendezvous.rank);
   ExecutorOptions executor_options = options.executor;

@@ -43,6 +43,8 @@ struct TrainOptions {
   std::optional<std::string> checkpoint_dir;
   int64_t checkpoint_every = 0;  // steps; 0: only at the end (when a directory is given)
   bool resume = false;
+  // Replace the checkpoints of an earlier run in checkpoint_dir (else a new run refuses it).
+  bool overwrite = false;
 };
 
 struct TrainSummary {
