@@ -125,6 +125,25 @@ TEST(ProcessLauncher, WorkersKnowTheirLauncher) {
   EXPECT_NE(out.str().find(fmt::format("launcher={}\n", getpid())), std::string::npos) << out.str();
 }
 
+TEST(ProcessLauncher, EachRunHasASecretOfItsOwnSharedByItsRanks) {
+  const auto token_lines = [](const LaunchSpec& spec) {
+    std::ostringstream out;
+    std::ostringstream err;
+    EXPECT_EQ(launch_processes(spec, out, err).exit_code, 0);
+    return out.str();
+  };
+  const auto spec = shell("echo token=$HYPERPIPE_JOB_TOKEN", 2);
+  const std::string first = token_lines(spec);
+  const auto at = first.find("[rank 0] token=") + 15;
+  const std::string token = first.substr(at, first.find('\n', at) - at);
+  EXPECT_EQ(token.size(), 32u) << first;
+  EXPECT_NE(first.find("[rank 1] token=" + token), std::string::npos) << first;
+  EXPECT_EQ(token_lines(spec).find(token), std::string::npos);  // a new run, a new secret
+  auto preset = spec;
+  preset.environment[kJobTokenVariable] = "given-by-the-user-0123";
+  EXPECT_NE(token_lines(preset).find("[rank 1] token=given-by-the-user-0123"), std::string::npos);
+}
+
 TEST(ProcessLauncher, AMissingProgramIsAnError) {
   std::ostringstream out;
   std::ostringstream err;

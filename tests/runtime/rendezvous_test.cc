@@ -69,5 +69,17 @@ TEST(Rendezvous, MalformedVariablesAreNamed) {
             std::string::npos);
 }
 
+TEST(Rendezvous, TheJobTokenIsReadAndMustBeLongEnough) {
+  EXPECT_EQ(rendezvous_from(from({})).token, "");
+  const std::string secret = "0123456789abcdef0123";
+  EXPECT_EQ(rendezvous_from(from({{kJobTokenVariable, secret}})).token, secret);
+  try {
+    rendezvous_from(from({{kJobTokenVariable, "short"}}));
+    FAIL() << "a 5-character token was accepted";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("at least 16 characters"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace hyperpipe::runtime

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -63,7 +64,8 @@ bool forward(int fd, std::string& line, int rank, std::ostream& to) {
   return true;
 }
 
-std::vector<std::string> environment_for(const LaunchSpec& spec, int rank, int port) {
+std::vector<std::string> environment_for(const LaunchSpec& spec, int rank, int port,
+                                         const std::string& token) {
   std::map<std::string, std::string> variables;
   for (char** entry = environ; *entry; ++entry) {
     const std::string text(*entry);
@@ -78,12 +80,14 @@ std::vector<std::string> environment_for(const LaunchSpec& spec, int rank, int p
   variables["MASTER_ADDR"] = spec.address;
   variables["MASTER_PORT"] = std::to_string(port);
   variables[kLauncherPidVariable] = std::to_string(getpid());
+  // A job token of the launcher's own environment (a multi-host start) is kept.
+  if (!variables.count(kJobTokenVariable)) variables[kJobTokenVariable] = token;
   std::vector<std::string> result;
   for (const auto& [name, value] : variables) result.push_back(name + "=" + value);
   return result;
 }
 
-Child spawn(const LaunchSpec& spec, int rank, int port) {
+Child spawn(const LaunchSpec& spec, int rank, int port, const std::string& token) {
   int out_pipe[2];
   int err_pipe[2];
   if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) {
@@ -99,7 +103,7 @@ Child spawn(const LaunchSpec& spec, int rank, int port) {
   std::vector<char*> argv;
   for (const auto& arg : spec.command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
-  const auto environment = environment_for(spec, rank, port);
+  const auto environment = environment_for(spec, rank, port, token);
   std::vector<char*> envp;
   for (const auto& entry : environment) envp.push_back(const_cast<char*>(entry.c_str()));
   envp.push_back(nullptr);
@@ -125,6 +129,14 @@ Child spawn(const LaunchSpec& spec, int rank, int port) {
   child.err_fd = err_pipe[0];
   for (int fd : {child.out_fd, child.err_fd}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   return child;
+}
+
+// 128 bits from the kernel's random source, as hex.
+std::string new_job_token() {
+  std::random_device random("/dev/urandom");
+  std::string token;
+  for (int i = 0; i < 4; ++i) token += fmt::format("{:08x}", random());
+  return token;
 }
 
 }  // namespace
@@ -157,7 +169,10 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
   std::vector<Child> children;
   LaunchResult result;
   try {
-    for (int rank = 0; rank < spec.processes; ++rank) children.push_back(spawn(spec, rank, port));
+    const std::string token = new_job_token();
+    for (int rank = 0; rank < spec.processes; ++rank) {
+      children.push_back(spawn(spec, rank, port, token));
+    }
   } catch (...) {
     for (auto& child : children) kill(-child.pid, SIGKILL);
     for (auto& child : children) waitpid(child.pid, nullptr, 0);

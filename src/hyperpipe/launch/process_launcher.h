@@ -11,6 +11,9 @@
 
 namespace hyperpipe::launch {
 
+// The variable that carries a run's secret (runtime/rendezvous.h reads it).
+inline constexpr const char* kJobTokenVariable = "HYPERPIPE_JOB_TOKEN";
+
 struct LaunchSpec {
   std::vector<std::string> command;  // program and arguments, the same for every rank
   int processes = 1;
@@ -31,7 +34,9 @@ struct LaunchResult {
 // Blocks until every process has exited. SIGINT, SIGTERM or SIGHUP received meanwhile is
 // forwarded to every process (a second one, or `grace` later, SIGKILL), and the exit code
 // becomes 128 + that signal unless a rank failed first. Every process gets
-// HYPERPIPE_LAUNCHER_PID, so it can die with the launcher (parent_watch.h). Lines are written to
+// HYPERPIPE_LAUNCHER_PID, so it can die with the launcher (parent_watch.h), and
+// HYPERPIPE_JOB_TOKEN, a fresh secret of the run (unless the launcher's environment has
+// one), under which the run keeps its rendezvous keys. Lines are written to
 // `out` (stdout) and `err` (stderr) as "[rank 3] text". Throws std::runtime_error when a process
 // cannot start.
 LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::ostream& err);

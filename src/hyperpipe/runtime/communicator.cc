@@ -16,6 +16,7 @@
 #endif
 
 #include "hyperpipe/common/log.h"
+#include "hyperpipe/common/text_excerpt.h"
 
 namespace hyperpipe::runtime {
 namespace {
@@ -26,6 +27,9 @@ constexpr std::chrono::milliseconds kWatchdogPoll{100};
 constexpr int kReportLinger = 5;
 constexpr const char* kFailureKey = "failure";
 constexpr const char* kFailureCount = "failures";
+// Longest failure report shown from the store (a report names a rank, a transfer and the
+// silent ranks: a few hundred characters).
+constexpr size_t kMaxReportChars = 500;
 
 // libtorch 1.13's process groups are c10d::ProcessGroup; from 2.0 the Gloo and NCCL ones
 // are c10d::Backend (under a ProcessGroup facade). Both have the same send, recv,
@@ -77,6 +81,7 @@ class C10dCommunicator final : public Communicator {
         world_(rendezvous.world_size),
         address_(rendezvous.address),
         port_(rendezvous.port),
+        token_(rendezvous.token),
         device_(device),
         timeout_(timeout) {
     c10d::TCPStoreOptions options;
@@ -85,7 +90,7 @@ class C10dCommunicator final : public Communicator {
     options.numWorkers = world_;
     options.timeout = timeout;
     try {
-      store_ = c10::make_intrusive<c10d::TCPStore>(rendezvous.address, options);
+      store_ = job_store(c10::make_intrusive<c10d::TCPStore>(rendezvous.address, options));
       world_group_ =
           make_group(c10::make_intrusive<c10d::PrefixStore>("world", store_), rank_, world_);
     } catch (const c10::Error& error) {
@@ -96,6 +101,11 @@ class C10dCommunicator final : public Communicator {
   }
 
   ~C10dCommunicator() override { stop_watchdog(); }
+
+  // Every key of the run under the job's token (rendezvous.h, kJobTokenVariable).
+  c10::intrusive_ptr<c10d::Store> job_store(c10::intrusive_ptr<c10d::Store> store) const {
+    return c10::make_intrusive<c10d::PrefixStore>("job/" + token_, std::move(store));
+  }
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
@@ -181,13 +191,13 @@ class C10dCommunicator final : public Communicator {
     watching_ = true;
     watchdog_ = std::thread([this, on_failure = std::move(on_failure)] {
       // A client of its own: the store's client connection is not shared across threads.
-      std::unique_ptr<c10d::TCPStore> store;
+      c10::intrusive_ptr<c10d::Store> store;
       try {
         c10d::TCPStoreOptions options;
         options.port = static_cast<uint16_t>(port_);
         options.waitWorkers = false;
         options.timeout = timeout_;
-        store = std::make_unique<c10d::TCPStore>(address_, options);
+        store = job_store(c10::make_intrusive<c10d::TCPStore>(address_, options));
       } catch (const std::exception& error) {
         log().debug("rank {}: no watchdog: {}", rank_, error.what());
         return;
@@ -200,8 +210,10 @@ class C10dCommunicator final : public Communicator {
           store->add(fmt::format("heartbeat/{}", rank_), 1);
           if (reporting_ || !store->check({kFailureKey})) continue;
           const auto bytes = store->get(kFailureKey);
-          message = fmt::format("rank {}: stopping, as {}", rank_,
-                                std::string(bytes.begin(), bytes.end()));
+          // Written by another rank of this job, but shown escaped all the same.
+          message = fmt::format(
+              "rank {}: stopping, as {}", rank_,
+              printable_excerpt(std::string(bytes.begin(), bytes.end()), kMaxReportChars));
         } catch (const std::exception&) {
           if (!watching_ || reporting_) break;
           message = fmt::format(
@@ -300,6 +312,7 @@ class C10dCommunicator final : public Communicator {
   int world_;
   std::string address_;
   int port_;
+  std::string token_;
   std::atomic<bool> watching_{false};
   std::atomic<bool> reporting_{false};
   std::thread watchdog_;

@@ -70,6 +70,16 @@ Rendezvous rendezvous_from(const Environment& environment) {
     result.address = *address;
   }
   if (environment("MASTER_PORT")) result.port = read_int(environment, "MASTER_PORT", 1, kMaxPort);
+  if (const auto token = environment(kJobTokenVariable)) {
+    // Guessing it must cost more than trying ports: 16 characters of a random token.
+    if (token->size() < kMinJobTokenChars) {
+      throw InputError("environment", kJobTokenVariable,
+                       fmt::format("a secret of at least {} characters (e.g. `openssl rand "
+                                   "-hex 16`), got {}",
+                                   kMinJobTokenChars, token->size()));
+    }
+    result.token = *token;
+  }
   return result;
 }
 

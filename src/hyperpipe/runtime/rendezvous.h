@@ -2,11 +2,20 @@
 // rendezvous address from the environment of whichever launcher started it.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
 
 namespace hyperpipe::runtime {
+
+// The job's secret: every key the run keeps in rank 0's store lives under it, so a process
+// that reaches the store's port without it can neither join the run nor read or set what
+// the run reads (a failure report that stops every rank, Gloo's addresses). `hyperpipe
+// launch` makes one per run; across hosts, export the same value on every host.
+inline constexpr const char* kJobTokenVariable = "HYPERPIPE_JOB_TOKEN";
+
+inline constexpr size_t kMinJobTokenChars = 16;
 
 // The port torchrun uses when MASTER_PORT is not set.
 inline constexpr int kDefaultRendezvousPort = 29500;
@@ -18,6 +27,7 @@ struct Rendezvous {
   std::string address = "127.0.0.1";
   int port = kDefaultRendezvousPort;
   std::string launcher;  // "torchrun", "mpirun", "srun" or "none"
+  std::string token;     // kJobTokenVariable's value; empty when not set
 };
 
 using Environment = std::function<std::optional<std::string>(const std::string& name)>;
@@ -28,8 +38,9 @@ std::optional<std::string> process_environment(const std::string& name);
 // RANK / WORLD_SIZE / LOCAL_RANK (torchrun, `hyperpipe launch`), else
 // OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK (Open MPI's mpirun), else SLURM_PROCID /
 // SLURM_NTASKS / SLURM_LOCALID (srun); MASTER_ADDR and MASTER_PORT for the address in
-// every case. None of them: a single process, rank 0 of 1. Throws InputError naming the
-// variable when one is malformed or the rank is not below the world size.
+// every case; HYPERPIPE_JOB_TOKEN for the token (at least 16 characters when set). None of them: a
+// single process, rank 0 of 1. Throws InputError naming the variable when one is malformed or the
+// rank is not below the world size.
 Rendezvous rendezvous_from(const Environment& environment = process_environment);
 
 }  // namespace hyperpipe::runtime

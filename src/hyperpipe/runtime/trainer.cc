@@ -349,6 +349,11 @@ TrainSummary train(const TrainOptions& options, std::ostream& out) {
   // From here a stop signal ends the run at the next step boundary (agree_to_stop), or
   // after kStopGraceSeconds at the latest.
   const StopSignals stop_signals(/*arm_alarm=*/true);
+  if (rendezvous.token.empty() && rendezvous.world_size > 1 && rendezvous.rank == 0) {
+    log().warn("{} is not set: any process that reaches port {} can join or stop this run; "
+               "export the same secret on every host (hyperpipe launch sets one itself)",
+               kJobTokenVariable, rendezvous.port);
+  }
   const auto communicator = connect(rendezvous, executor_options.device, options.timeout);
   // A failure anywhere ends this process too, with the report that names it.
   communicator->start_watchdog([](const std::string& message) {
