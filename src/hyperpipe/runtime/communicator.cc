@@ -27,6 +27,16 @@ constexpr std::chrono::milliseconds kWatchdogPoll{100};
 constexpr int kReportLinger = 5;
 constexpr const char* kFailureKey = "failure";
 constexpr const char* kFailureCount = "failures";
+// How often the watchdog reads every peer's heartbeat; a peer whose count has not moved
+// for the run's timeout has died or hangs.
+constexpr std::chrono::milliseconds kHeartbeatCheck{1000};
+// The longest a single transfer or collective may wait on a peer whose heartbeat goes on:
+// a slow first step (a large vocabulary on a CPU stand-in takes minutes) is not a death,
+// which the heartbeats detect within the run's timeout instead.
+constexpr std::chrono::minutes kLongestWait{30};
+// The least time every rank gets to join: starting a process that loads libtorch takes
+// 1-2 s on an idle development machine, several on a loaded one.
+constexpr std::chrono::seconds kSlowestStart{10};
 // Longest failure report shown from the store (a report names a rank, a transfer and the
 // silent ranks: a few hundred characters).
 constexpr size_t kMaxReportChars = 500;
@@ -87,10 +97,11 @@ class C10dCommunicator final : public Communicator {
     c10d::TCPStoreOptions options;
     options.port = static_cast<uint16_t>(rendezvous.port);
     options.isServer = rank_ == 0;
-    options.numWorkers = world_;
-    options.timeout = timeout;
+    options.waitWorkers = false;  // join() waits, and names who is missing
+    options.timeout = wait_limit();
     try {
       store_ = job_store(c10::make_intrusive<c10d::TCPStore>(rendezvous.address, options));
+      wait_for_everyone();
       world_group_ =
           make_group(c10::make_intrusive<c10d::PrefixStore>("world", store_), rank_, world_);
     } catch (const c10::Error& error) {
@@ -98,6 +109,32 @@ class C10dCommunicator final : public Communicator {
           fmt::format("rank {}: joining the run at {}:{} ({} processes) failed: {}", rank_,
                       rendezvous.address, rendezvous.port, world_, error.what_without_backtrace()));
     }
+  }
+
+  // Announces this rank and waits up to the timeout for every other; names those missing.
+  void wait_for_everyone() {
+    store_->set(fmt::format("joined/{}", rank_), std::vector<uint8_t>{1});
+    const auto limit = std::max<std::chrono::milliseconds>(timeout_, kSlowestStart);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    std::vector<int> missing;
+    do {
+      missing.clear();
+      for (int r = 0; r < world_; ++r) {
+        if (!store_->check({fmt::format("joined/{}", r)})) missing.push_back(r);
+      }
+      if (missing.empty()) return;
+      std::this_thread::sleep_for(kWatchdogPoll);
+    } while (std::chrono::steady_clock::now() < deadline);
+    throw CommunicationError(fmt::format(
+        "rank {}: rank{} {} never joined the run at {}:{} within {} s (not started, or started "
+        "with another rendezvous address, port or job token)",
+        rank_, missing.size() > 1 ? "s" : "", join(missing), address_, port_,
+        std::chrono::duration<double>(limit).count()));
+  }
+
+  // What one wait may take: the timeout, or kLongestWait while the peers' hearts beat.
+  std::chrono::milliseconds wait_limit() const {
+    return std::max<std::chrono::milliseconds>(timeout_, kLongestWait);
   }
 
   ~C10dCommunicator() override { stop_watchdog(); }
@@ -196,18 +233,36 @@ class C10dCommunicator final : public Communicator {
         c10d::TCPStoreOptions options;
         options.port = static_cast<uint16_t>(port_);
         options.waitWorkers = false;
-        options.timeout = timeout_;
+        options.timeout = wait_limit();
         store = job_store(c10::make_intrusive<c10d::TCPStore>(address_, options));
       } catch (const std::exception& error) {
         log().debug("rank {}: no watchdog: {}", rank_, error.what());
         return;
       }
+      using Clock = std::chrono::steady_clock;
+      std::vector<int64_t> last_beat(world_, -1);
+      std::vector<Clock::time_point> last_change(world_, Clock::now());
+      auto next_check = Clock::now() + kHeartbeatCheck;
       while (watching_) {
         std::this_thread::sleep_for(kWatchdogPoll);
         if (!watching_) break;
         std::string message;
         try {
           store->add(fmt::format("heartbeat/{}", rank_), 1);
+          if (!reporting_ && Clock::now() >= next_check) {
+            next_check = Clock::now() + kHeartbeatCheck;
+            message = silent_peer(*store, last_beat, last_change);
+            if (!message.empty()) {
+              // This thread's own client: the main thread may be inside the store's.
+              if (store->add(kFailureCount, 1) == 1) {
+                store->set(kFailureKey, std::vector<uint8_t>(message.begin(), message.end()));
+                // Rank 0 hosts the store: it stays up until the others have read the report.
+                if (rank_ == 0) std::this_thread::sleep_for(kWatchdogPoll * kReportLinger);
+              }
+              on_failure(message);
+              return;
+            }
+          }
           if (reporting_ || !store->check({kFailureKey})) continue;
           const auto bytes = store->get(kFailureKey);
           // Written by another rank of this job, but shown escaped all the same.
@@ -225,6 +280,28 @@ class C10dCommunicator final : public Communicator {
     });
   }
 
+  // A peer whose heartbeat has not moved for the timeout (and that has not left the run
+  // after its last step): the message that names it, or empty. Busy is not dead: a peer
+  // deep in a long step still beats, from this same watchdog thread of its own.
+  std::string silent_peer(c10d::Store& store, std::vector<int64_t>& last_beat,
+                          std::vector<std::chrono::steady_clock::time_point>& last_change) {
+    const auto now = std::chrono::steady_clock::now();
+    for (int r = 0; r < world_; ++r) {
+      if (r == rank_) continue;
+      const int64_t beat = store.add(fmt::format("heartbeat/{}", r), 0);
+      if (beat != last_beat[r]) {
+        last_beat[r] = beat;
+        last_change[r] = now;
+        continue;
+      }
+      if (now - last_change[r] <= timeout_ || store.check({fmt::format("left/{}", r)})) continue;
+      return fmt::format(
+          "rank {}: no heartbeat from rank {} for {:.0f} s (did rank {} die or hang?)", rank_, r,
+          std::chrono::duration<double>(now - last_change[r]).count(), r);
+    }
+    return "";
+  }
+
   // Each rank's heartbeat count (0 for one that never beat).
   std::vector<int64_t> heartbeats() {
     std::vector<int64_t> beats(world_, 0);
@@ -233,6 +310,14 @@ class C10dCommunicator final : public Communicator {
   }
 
   void stop_watchdog() override {
+    if (watching_ && !reporting_) {
+      // Leaving after the last step: the others' watchdogs must not count this one dead.
+      try {
+        store_set(fmt::format("left/{}", rank_), "1");
+      } catch (const std::exception& error) {
+        log().debug("rank {}: could not say it leaves: {}", rank_, error.what());
+      }
+    }
     watching_ = false;
     if (watchdog_.joinable()) watchdog_.join();
   }
@@ -256,7 +341,7 @@ class C10dCommunicator final : public Communicator {
   std::unique_ptr<Pending> start(const std::string& description, torch::Tensor tensor,
                                  const Start& launch) {
     try {
-      return std::make_unique<C10dPending>(launch(), std::move(tensor), timeout_, description);
+      return std::make_unique<C10dPending>(launch(), std::move(tensor), wait_limit(), description);
     } catch (const c10::Error& error) {
       throw CommunicationError(fmt::format("{}: {}", description, error.what_without_backtrace()));
     } catch (const std::runtime_error& error) {
@@ -272,11 +357,11 @@ class C10dCommunicator final : public Communicator {
 #ifdef HYPERPIPE_WITH_CUDA
     if (device_.is_cuda()) {
       auto options = c10d::ProcessGroupNCCL::Options::create();
-      options->timeout = timeout_;
+      options->timeout = wait_limit();
       return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);
     }
 #endif
-    auto options = c10d::ProcessGroupGloo::Options::create(timeout_);
+    auto options = c10d::ProcessGroupGloo::Options::create(wait_limit());
     // Loopback runs (one machine) stay on 127.0.0.1; others use the host's address
     // (GLOO_SOCKET_IFNAME picks an interface, as with torchrun).
     const char* interface = std::getenv("GLOO_SOCKET_IFNAME");

@@ -350,9 +350,10 @@ TrainSummary train(const TrainOptions& options, std::ostream& out) {
   // after kStopGraceSeconds at the latest.
   const StopSignals stop_signals(/*arm_alarm=*/true);
   if (rendezvous.token.empty() && rendezvous.world_size > 1 && rendezvous.rank == 0) {
-    log().warn("{} is not set: any process that reaches port {} can join or stop this run; "
-               "export the same secret on every host (hyperpipe launch sets one itself)",
-               kJobTokenVariable, rendezvous.port);
+    log().warn(
+        "{} is not set: any process that reaches port {} can join or stop this run; "
+        "export the same secret on every host (hyperpipe launch sets one itself)",
+        kJobTokenVariable, rendezvous.port);
   }
   const auto communicator = connect(rendezvous, executor_options.device, options.timeout);
   // A failure anywhere ends this process too, with the report that names it.
