@@ -119,6 +119,13 @@ TEST(Cli, DescribeUsesProfilesWhenGiven) {
   EXPECT_DOUBLE_EQ(t4["layers"][1]["forward_s"].get<double>(), 0.099);
   EXPECT_EQ(t4["layers"][1]["source"], "profile");
   EXPECT_EQ(t4["layers"][0]["source"], "estimate");
+  EXPECT_EQ(r.err.find("none of"), std::string::npos) << r.err;
+  // The same file for another model: every layer estimated, and the user is told.
+  const Result other = run("describe --model gpt2 --profiles " + profiles);
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(other.err.find(profiles + " holds profiles of gpt3-2.7b but none of gpt2-124m"),
+            std::string::npos)
+      << other.err;
 }
 
 TEST(Cli, TensorParallelStaysInsideANode) {
@@ -356,6 +363,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInvocation{"", "A subcommand is required"}, BadInvocation{"frobnicate", "subcommand"},
         BadInvocation{"describe --model gpt-17", "error: --model: 'gpt-17': not a catalogue model"},
         BadInvocation{"describe --cluster /nonexistent.yaml", "error: --cluster"},
+        BadInvocation{"describe --model /dev/zero",
+                      "/dev/zero: expected a YAML or JSON file (a regular file), got a device"},
+        BadInvocation{"simulate --plan /tmp",
+                      "/tmp: expected a YAML or JSON file (a file), got a "
+                      "directory"},
         BadInvocation{"describe --micro-batch 0",
                       "--micro-batch: expected a positive integer up to 16777216, got '0'"},
         BadInvocation{"describe --tp -3",

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -142,6 +144,20 @@ TEST(ProcessLauncher, EachRunHasASecretOfItsOwnSharedByItsRanks) {
   auto preset = spec;
   preset.environment[kJobTokenVariable] = "given-by-the-user-0123";
   EXPECT_NE(token_lines(preset).find("[rank 1] token=given-by-the-user-0123"), std::string::npos);
+}
+
+TEST(ProcessLauncher, APortInUseIsNotFree) {
+  const int port = free_port();
+  EXPECT_TRUE(port_is_free(port));
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  EXPECT_FALSE(port_is_free(port));  // held on loopback: the store could not listen
+  close(fd);
 }
 
 TEST(ProcessLauncher, AMissingProgramIsAnError) {

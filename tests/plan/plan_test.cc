@@ -122,6 +122,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInputCase{R"({"format": "hyperpipe.plan/1", "model": "gpt2", "cluster": "a100x8",
                      "micro_batch_size": 2, "micro_batches": 70000, "stages": []})",
                      "field 'micro_batches': expected a positive integer up to 65536"},
+        BadInputCase{PLAN_HEAD R"("schedule": {"kind": "hetero-1f1b", "warmup": [1, 2]},
+                     "stages": [{"layers": [0, 7], "devices": [0]}, {"layers": [7, 14], "devices": [1]}]})",
+                     "field 'schedule.warmup[1]': expected a depth of at most 1"},
         BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0, 0], "dp": 2}]})",
                      "field 'stages[0].devices[1]': expected a device not listed before in this "
                      "stage (device 0 is)"},

@@ -47,7 +47,7 @@ trace::Timeline load_timeline(const std::string& path) {
 double replayed_iteration(const CompareArgs& args, const trace::Timeline& measured) {
   const auto [plan, model, cluster] = plan::load_checked_plan(*args.plan);
   std::optional<cost::ProfileDb> profiles;
-  if (args.profiles) profiles = cost::ProfileDb::load(*args.profiles);
+  if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
   const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
   const sim::MeasuredComputes computes = sim::measured_compute(plan, measured);
   if (computes.empty()) {

@@ -34,7 +34,7 @@ void run_describe(const DescribeArgs& args, std::ostream& out) {
   const model::Model model = model::load_model(args.model);
   const cluster::Cluster cluster = cluster::load_cluster(args.cluster);
   std::optional<cost::ProfileDb> profiles;
-  if (args.profiles) profiles = cost::ProfileDb::load(*args.profiles);
+  if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
   if (model.config().flavour == model::Flavour::gpt && args.seq_len > model.config().seq_len) {
     throw InputError("--seq", std::to_string(args.seq_len),
                      "expected at most the model's " + std::to_string(model.config().seq_len) +

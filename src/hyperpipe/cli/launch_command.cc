@@ -8,6 +8,7 @@
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/common/error.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/plan/plan.h"
@@ -62,6 +63,12 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     for (const auto& extra : command->remaining()) spec.command.push_back(extra);
     spec.processes = processes_of(plan);
     spec.port = args->port;
+    if (spec.port > 0 && !launch::port_is_free(spec.port)) {
+      throw InputError("--port", std::to_string(spec.port),
+                       fmt::format("a free port for the rendezvous: {} is in use (try --port {}, "
+                                   "or leave --port out to pick a free one)",
+                                   spec.port, launch::free_port()));
+    }
     spec.grace = std::chrono::milliseconds(static_cast<int64_t>(args->grace_seconds * 1000));
     out << fmt::format("launching {} processes for {}\n", spec.processes, args->plan) << std::flush;
     const auto result = launch::launch_processes(spec, out, err);

@@ -179,7 +179,7 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
   const model::Model model = model::load_model(args.model);
   const cluster::Cluster cluster = cluster::load_cluster(args.cluster);
   std::optional<cost::ProfileDb> profiles;
-  if (args.profiles) profiles = cost::ProfileDb::load(*args.profiles);
+  if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
   const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
   const int64_t seq = args.seq_len > 0 ? args.seq_len : model.config().seq_len;
   if (model.config().flavour == model::Flavour::gpt && seq > model.config().seq_len) {

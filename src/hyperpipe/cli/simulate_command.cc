@@ -29,7 +29,7 @@ struct SimulateArgs {
 void run_simulate(const SimulateArgs& args, std::ostream& out) {
   const auto [plan, model, cluster] = plan::load_checked_plan(args.plan, args.cluster);
   std::optional<cost::ProfileDb> profiles;
-  if (args.profiles) profiles = cost::ProfileDb::load(*args.profiles);
+  if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
   const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
   sim::PlanSimulation simulation = sim::simulate_plan(costs, plan, {args.overlap_allreduce});
 

@@ -1,9 +1,13 @@
 #include "hyperpipe/cost/profile_db.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <set>
 
 #include "hyperpipe/cluster/gpu_catalogue.h"
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/log.h"
 
 namespace hyperpipe::cost {
 namespace {
@@ -74,6 +78,17 @@ const MeasuredLinks* ProfileDb::links_for(const std::string& cluster) const {
     if (links.cluster == cluster) return &links;
   }
   return nullptr;
+}
+
+ProfileDb ProfileDb::load_for(const std::string& path, const std::string& model) {
+  ProfileDb db = load(path);
+  std::set<std::string> models;
+  for (const auto& entry : db.entries()) models.insert(entry.key.model);
+  if (!models.empty() && !models.count(model)) {
+    log().warn("{} holds profiles of {} but none of {}: every layer is estimated instead", path,
+               fmt::join(models, ", "), model);
+  }
+  return db;
 }
 
 ProfileDb ProfileDb::load(const std::string& path) {

@@ -73,6 +73,9 @@ class ProfileDb {
 
   // Reads a profile file; throws InputError naming the file and entry on any problem.
   static ProfileDb load(const std::string& path);
+  // load(), and a warning naming both when no entry is of `model` (the file's profiles
+  // would then be silently unused: every layer falls back to estimates).
+  static ProfileDb load_for(const std::string& path, const std::string& model);
   static ProfileDb read(const YamlField& root);
 
   // Adds an entry, replacing one with the same key and micro-batch size.

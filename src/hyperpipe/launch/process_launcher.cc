@@ -158,6 +158,23 @@ int free_port() {
   return ntohs(address.sin_port);
 }
 
+bool port_is_free(int port) {
+  // Rank 0's store listens on every interface (libtorch's TCPStore), so that is what must
+  // be free.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  const int yes = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);  // as TCPStore's server sets
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  const bool free =
+      bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 && listen(fd, 1) == 0;
+  close(fd);
+  return free;
+}
+
 LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::ostream& err) {
   if (spec.command.empty()) throw std::runtime_error("nothing to launch");
   // Ctrl-C, SIGTERM or SIGHUP to the launcher reach every worker (each leads a process

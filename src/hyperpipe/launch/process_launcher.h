@@ -44,4 +44,7 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
 // A TCP port that was free a moment ago on 127.0.0.1.
 int free_port();
 
+// Whether a server could listen on `port` on every interface now.
+bool port_is_free(int port);
+
 }  // namespace hyperpipe::launch

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
+#include <vector>
 
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/limits.h"
@@ -25,9 +27,41 @@ void read_bool_if_present(const YamlField& root, const char* key, bool& into) {
   if (auto field = root.optional(key)) into = field->as_bool();
 }
 
+// The file's keys for each field validate() names: ours, then Hugging Face's.
+const std::map<std::string, std::vector<std::string>>& field_keys() {
+  static const std::map<std::string, std::vector<std::string>> keys{
+      {"hidden", {"hidden", "n_embd", "hidden_size"}},
+      {"layers", {"layers", "n_layer", "num_hidden_layers"}},
+      {"heads", {"heads", "n_head", "num_attention_heads"}},
+      {"kv_heads", {"kv_heads", "num_key_value_heads"}},
+      {"ffn_hidden", {"ffn_hidden", "n_inner", "ffn_dim", "intermediate_size"}},
+      {"vocab", {"vocab", "vocab_size"}},
+      {"seq_len", {"seq_len", "n_positions", "max_position_embeddings"}},
+      {"embed_dim", {"embed_dim", "word_embed_proj_dim"}},
+      {"position_offset", {"position_offset"}}};
+  return keys;
+}
+
 TransformerConfig finish(TransformerConfig config, const YamlField& root) {
   config = complete(config);
-  validate(config, root.source());
+  try {
+    validate(config, root.source());
+  } catch (const InputError& error) {
+    // validate() knows fields, not lines: point at the line of the key that set it.
+    const std::string& where = error.where();  // "field 'heads'"
+    const auto open = where.find('\'');
+    const std::string field =
+        open == std::string::npos ? "" : where.substr(open + 1, where.size() - open - 2);
+    const auto keys = field_keys().find(field);
+    if (keys == field_keys().end()) throw;
+    for (const auto& key : keys->second) {
+      if (!root.has(key)) continue;
+      throw InputError(error.source(),
+                       fmt::format("line {}, field '{}'", root.required(key).line(), key),
+                       error.expected());
+    }
+    throw;
+  }
   return config;
 }
 

@@ -39,7 +39,17 @@ void read_schedule(const YamlField& field, Pipeline& plan) {
     if (plan.schedule != schedule::ScheduleKind::hetero_1f1b) {
       warmup->fail("no warm-up list: only hetero-1f1b takes one");
     }
-    for (const auto& depth : warmup->items(1)) plan.warmup.push_back(read_count(depth));
+    for (const auto& depth : warmup->items(1)) {
+      const int value = read_count(depth);
+      // A stage cannot hold more forwards in flight than the one before can send it.
+      if (!plan.warmup.empty() && value > plan.warmup.back()) {
+        depth.fail(
+            fmt::format("a depth of at most {} (the stage before's): a deeper warm-up "
+                        "behind a shallower one deadlocks",
+                        plan.warmup.back()));
+      }
+      plan.warmup.push_back(value);
+    }
   }
 }
 

@@ -308,7 +308,8 @@ TrainSummary train(const TrainOptions& options, std::ostream& out) {
   const int64_t seq = plan.seq_len > 0 ? plan.seq_len : model.config().seq_len;
   const TextCorpus data = TextCorpus::load(options.data_path, seq, options.data_seed);
   std::optional<cost::ProfileDb> profiles;
-  if (options.profiles_path) profiles = cost::ProfileDb::load(*options.profiles_path);
+  if (options.profiles_path)
+    profiles = cost::ProfileDb::load_for(*options.profiles_path, model.config().name);
   const Rendezvous rendezvous = rendezvous_from();
   if (rendezvous.world_size != layout.world_size()) {
     throw InputError(options.plan_path, "stages",
