@@ -25,6 +25,11 @@ TEST(PrintableExcerpt, CutsAfterMaxCharacters) {
   EXPECT_EQ(printable_excerpt("abc", 3), "abc");
 }
 
+TEST(PrintableMessage, KeepsLinesEscapesTheRestCutsNothing) {
+  EXPECT_EQ(printable_message("a: 1\n\tb\x1b[2J\xff"), "a: 1\n\tb\\x1b[2J\\xff");
+  EXPECT_EQ(printable_message(std::string(100, 'x')).size(), 100u);
+}
+
 TEST(IsPrintableUtf8, AcceptsTextRejectsGarbage) {
   EXPECT_TRUE(is_printable_utf8("tiny-gpt ü"));
   EXPECT_FALSE(is_printable_utf8("tiny\xff"));

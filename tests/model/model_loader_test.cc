@@ -131,5 +131,18 @@ TEST(LoadModel, MissingFileIsReported) {
   EXPECT_NE(message.find("/nonexistent/m.yaml"), std::string::npos) << message;
 }
 
+TEST(ModelLoader, AModelNamedAfterANonUtf8FileMustNameItself) {
+  const std::string yaml = "hidden: 64\nlayers: 2\nheads: 4\nvocab: 10\nseq_len: 8\n";
+  const std::string path = hyperpipe::testing::write_temp_file("m\xff.yaml", yaml);
+  const std::string message =
+      hyperpipe::testing::error_message<InputError>([&] { load_model(path); });
+  EXPECT_NE(message.find("name: a `name` field"), std::string::npos) << message;
+  EXPECT_NE(message.find("'hyperpipe-"), std::string::npos) << message;
+  EXPECT_NE(message.find("m\\xff'"), std::string::npos) << message;
+  const std::string named =
+      hyperpipe::testing::write_temp_file("n\xff.yaml", "name: fine\n" + yaml);
+  EXPECT_EQ(load_model(named).config().name, "fine");
+}
+
 }  // namespace
 }  // namespace hyperpipe::model

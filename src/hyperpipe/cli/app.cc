@@ -7,6 +7,7 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/log.h"
+#include "hyperpipe/common/text_excerpt.h"
 
 namespace hyperpipe::cli {
 
@@ -53,13 +54,13 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
     const int code = app.exit(error, out, err);
     return code == 0 ? kExitOk : kExitBadInput;
   } catch (const InputError& error) {
-    err << "error: " << error.what() << '\n';
+    err << "error: " << printable_message(error.what()) << '\n';
     return kExitBadInput;
   } catch (const CommandFailed& error) {
-    err << "error: " << error.what() << '\n';
+    err << "error: " << printable_message(error.what()) << '\n';
     return error.code();
   } catch (const std::exception& error) {
-    err << "internal error: " << error.what() << '\n';
+    err << "internal error: " << printable_message(error.what()) << '\n';
     return kExitInternalError;
   }
   return kExitOk;

@@ -38,16 +38,14 @@ bool is_control(unsigned char c) {
   return c < 0x20 || c == 0x7F;
 }
 
-}  // namespace
-
-std::string printable_excerpt(std::string_view text, size_t max_chars) {
+std::string escaped(std::string_view text, size_t max_chars, bool keep_lines) {
   std::string out;
   size_t shown = 0;
   for (size_t at = 0; at < text.size();) {
     if (shown == max_chars) return out + "...";
     const auto c = static_cast<unsigned char>(text[at]);
     const size_t length = utf8_sequence(text, at);
-    if (length == 1 && !is_control(c)) {
+    if (length == 1 && (!is_control(c) || (keep_lines && (c == '\n' || c == '\t')))) {
       out += static_cast<char>(c);
     } else if (c == '\n') {
       out += "\\n";
@@ -62,6 +60,16 @@ std::string printable_excerpt(std::string_view text, size_t max_chars) {
     ++shown;
   }
   return out;
+}
+
+}  // namespace
+
+std::string printable_excerpt(std::string_view text, size_t max_chars) {
+  return escaped(text, max_chars, /*keep_lines=*/false);
+}
+
+std::string printable_message(std::string_view text) {
+  return escaped(text, std::string_view::npos, /*keep_lines=*/true);
 }
 
 bool is_printable_utf8(std::string_view text) {

@@ -16,6 +16,10 @@ inline constexpr size_t kMaxExcerptChars = 40;
 // after `max_chars` characters (marked by "...").
 std::string printable_excerpt(std::string_view text, size_t max_chars = kMaxExcerptChars);
 
+// The whole of `text` escaped the same way, but with its line breaks and tabs kept: for
+// messages that quote what a user gave (a path on the command line) as they reach a terminal.
+std::string printable_message(std::string_view text);
+
 // True if `text` is valid UTF-8 with no control characters.
 bool is_printable_utf8(std::string_view text);
 

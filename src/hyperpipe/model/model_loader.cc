@@ -8,10 +8,24 @@
 
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/limits.h"
+#include "hyperpipe/common/text_excerpt.h"
 #include "hyperpipe/model/catalogue.h"
 
 namespace hyperpipe::model {
 namespace {
+
+// A model without a name takes its file's (or folder's): it goes into plans, profiles
+// and JSON reports, so it must be printable UTF-8 like a name given in the file.
+std::string name_from_path(const std::filesystem::path& part, const YamlField& root) {
+  const std::string name = part.string();
+  if (!is_printable_utf8(name)) {
+    throw InputError(root.source(), "name",
+                     fmt::format("a `name` field: the model is named after its file, but '{}' is "
+                                 "not UTF-8 text",
+                                 printable_excerpt(name)));
+  }
+  return name;
+}
 
 DType read_dtype(const YamlField& field) {
   const auto dtype = parse_dtype(field.as_string());
@@ -124,7 +138,7 @@ TransformerConfig read_hf_config(const YamlField& root) {
   if (auto name = root.optional("_name_or_path")) {
     c.name = name->as_string();
   } else {
-    c.name = std::filesystem::path(root.source()).parent_path().filename().string();
+    c.name = name_from_path(std::filesystem::path(root.source()).parent_path().filename(), root);
     if (c.name.empty()) c.name = type.as_string();
   }
   return finish(c, root);
@@ -146,7 +160,7 @@ TransformerConfig read_model_yaml(const YamlField& root) {
     for (const char* key : {"hidden", "layers", "heads", "vocab", "seq_len"}) root.required(key);
   }
   if (auto name = root.optional("name")) c.name = name->as_string();
-  if (c.name.empty()) c.name = std::filesystem::path(root.source()).stem().string();
+  if (c.name.empty()) c.name = name_from_path(std::filesystem::path(root.source()).stem(), root);
   if (auto flavour = root.optional("flavour")) {
     c.flavour = flavour->as_choice({"gpt", "llama"}) == 0 ? Flavour::gpt : Flavour::llama;
     if (!has_base && c.flavour == Flavour::llama) {
