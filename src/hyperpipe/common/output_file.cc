@@ -52,7 +52,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   const bool written = ::fchmod(fd, default_file_mode()) == 0 && write_all(fd, content);
   const bool closed = ::close(fd) == 0;
   if (!written || !closed) {
-    std::remove(name.c_str());
+    (void)std::remove(name.c_str());  // best effort: the error that follows matters
     throw InputError(path, "", "writing failed (is the disk full?)");
   }
   // rename replaces `path` itself, even when it is a symbolic link: never the file it
@@ -60,7 +60,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   std::error_code error;
   std::filesystem::rename(name, path, error);
   if (error) {
-    std::remove(name.c_str());
+    (void)std::remove(name.c_str());  // best effort: the error that follows matters
     throw InputError(path, "", "cannot replace the file: " + error.message());
   }
 }

@@ -25,8 +25,8 @@ void on_stop_signal(int signal_number) {
     return;
   }
   // The second one: what the signal would have done without us.
-  signal(signal_number, SIG_DFL);
-  raise(signal_number);
+  (void)signal(signal_number, SIG_DFL);
+  (void)raise(signal_number);
 }
 
 }  // namespace

@@ -63,8 +63,8 @@ std::string join(const std::vector<std::string>& words) {
 
 }  // namespace
 
-YamlField::YamlField(YAML::Node node, std::string source, std::string path, YAML::Mark mark)
-    : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)), mark_(mark) {}
+YamlField::YamlField(const YAML::Node& node, std::string source, std::string path, YAML::Mark mark)
+    : node_(node), source_(std::move(source)), path_(std::move(path)), mark_(mark) {}
 
 YamlField YamlField::load_file(const std::string& path) {
   return load_string(read_input_file(path, kMaxSpecFileBytes, "a YAML or JSON file"), path);

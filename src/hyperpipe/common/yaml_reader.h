@@ -67,7 +67,8 @@ class YamlField {
   [[noreturn]] void fail(const std::string& expected) const;
 
  private:
-  YamlField(YAML::Node node, std::string source, std::string path, YAML::Mark mark);
+  // yaml-cpp's Node has no move constructor: it is a handle, copied cheaply.
+  YamlField(const YAML::Node& node, std::string source, std::string path, YAML::Mark mark);
   std::string where() const;
   std::string shown_value() const;
   YamlField child(const std::string& key, const YAML::Node& node) const;

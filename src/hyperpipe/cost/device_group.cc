@@ -26,7 +26,8 @@ DeviceGroup make_device_group(const cluster::Cluster& cluster, const std::vector
   }
   const std::vector<int> tp_ring(devices.begin(), devices.begin() + tp);
   std::vector<int> dp_ring;
-  for (int r = 0; r < dp; ++r) dp_ring.push_back(devices[r * tp]);
+  dp_ring.reserve(static_cast<size_t>(dp));
+  for (size_t r = 0; r < static_cast<size_t>(dp); ++r) dp_ring.push_back(devices[r * tp]);
   group.tp_link = cluster.slowest_ring_link(tp_ring);
   group.dp_link = cluster.slowest_ring_link(dp_ring);
   return group;

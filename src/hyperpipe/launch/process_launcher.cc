@@ -83,7 +83,8 @@ std::vector<std::string> environment_for(const LaunchSpec& spec, int rank, int p
   // A job token of the launcher's own environment (a multi-host start) is kept.
   if (!variables.count(kJobTokenVariable)) variables[kJobTokenVariable] = token;
   std::vector<std::string> result;
-  for (const auto& [name, value] : variables) result.push_back(name + "=" + value);
+  result.reserve(variables.size());
+  for (const auto& [name, value] : variables) result.push_back(fmt::format("{}={}", name, value));
   return result;
 }
 
@@ -101,10 +102,12 @@ Child spawn(const LaunchSpec& spec, int rank, int port, const std::string& token
     posix_spawn_file_actions_addclose(&actions, fd);
   }
   std::vector<char*> argv;
+  argv.reserve(spec.command.size() + 1);
   for (const auto& arg : spec.command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   const auto environment = environment_for(spec, rank, port, token);
   std::vector<char*> envp;
+  envp.reserve(environment.size() + 1);
   for (const auto& entry : environment) envp.push_back(const_cast<char*>(entry.c_str()));
   envp.push_back(nullptr);
   // Each rank leads a process group of its own, so stopping it stops whatever it started.

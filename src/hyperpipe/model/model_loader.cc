@@ -17,7 +17,7 @@ namespace {
 // A model without a name takes its file's (or folder's): it goes into plans, profiles
 // and JSON reports, so it must be printable UTF-8 like a name given in the file.
 std::string name_from_path(const std::filesystem::path& part, const YamlField& root) {
-  const std::string name = part.string();
+  std::string name = part.string();
   if (!is_printable_utf8(name)) {
     throw InputError(root.source(), "name",
                      fmt::format("a `name` field: the model is named after its file, but '{}' is "

@@ -60,14 +60,14 @@ void check_pipeline(const Pipeline& plan, int p, const model::Model& model,
                            stage.devices.front(), type, device, cluster.device_type(device).name));
       }
     }
-    for (int r = 0; r < stage.dp; ++r) {
-      const int node = cluster.devices()[stage.devices[r * stage.tp]].node;
-      for (int t = 1; t < stage.tp; ++t) {
-        if (cluster.devices()[stage.devices[r * stage.tp + t]].node != node) {
+    const auto tp = static_cast<size_t>(stage.tp);
+    for (size_t r = 0; r < static_cast<size_t>(stage.dp); ++r) {
+      const int node = cluster.devices()[stage.devices[r * tp]].node;
+      for (size_t t = 1; t < tp; ++t) {
+        if (cluster.devices()[stage.devices[r * tp + t]].node != node) {
           reject(s, fmt::format("tensor parallelism stays inside a node, but the tp "
                                 "group of devices {}-{} spans nodes",
-                                stage.devices[r * stage.tp],
-                                stage.devices[r * stage.tp + stage.tp - 1]));
+                                stage.devices[r * tp], stage.devices[r * tp + tp - 1]));
         }
       }
     }

@@ -132,6 +132,7 @@ std::optional<ScoredPlan> best_of_split(const cost::CostModel& costs,
   std::vector<GroupSearch> groups;
   for (const auto& members : split) {
     std::vector<DeviceClass> group;
+    group.reserve(members.size());
     for (int c : members) group.push_back(classes[c]);
     groups.emplace_back(costs, std::move(group), options);
   }
@@ -243,6 +244,7 @@ std::vector<int64_t> proportional_shares(const std::vector<double>& rates, int64
                    [&](int a, int b) { return remainder[a] > remainder[b]; });
   for (int i = 0; given < spare; ++i, ++given) ++counts[order[i % n]];
   std::vector<int64_t> shares;
+  shares.reserve(counts.size());
   for (int64_t count : counts) shares.push_back(count * granule);
   return shares;
 }

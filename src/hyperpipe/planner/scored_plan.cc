@@ -99,6 +99,7 @@ void improve_schedule(const cost::CostModel& costs, int p, ScoredPlan& best) {
   }
   const auto depths = schedule::link_aware_warmup(rank_time, transfer, max_in_flight);
   std::vector<int> one_f_one_b;
+  one_f_one_b.reserve(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) one_f_one_b.push_back(std::min(ranks - r, max_in_flight[r]));
   plan::Pipeline variant = original;
   if (depths != one_f_one_b) {

@@ -98,7 +98,8 @@ class Dp {
         const auto at = [&](int u, int j) -> double& {
           return dominated_[static_cast<size_t>(u) * (max_stages_ + 1) + j];
         };
-        std::fill(dominated_.begin(), dominated_.begin() + (max_u + 1) * (max_stages_ + 1),
+        std::fill(dominated_.begin(),
+                  dominated_.begin() + static_cast<std::ptrdiff_t>(max_u + 1) * (max_stages_ + 1),
                   kInfinity);
         for (int u = 1; u <= max_u; ++u) {
           for (int j = 1; j <= max_j; ++j) {

@@ -77,6 +77,7 @@ Schedule hetero_1f1b(int micro_batches, const std::vector<int>& warmup) {
 Schedule one_f_one_b(int ranks, int micro_batches) {
   check_sizes(ranks, micro_batches);
   std::vector<int> depths;
+  depths.reserve(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) depths.push_back(ranks - r);
   Schedule s = hetero_1f1b(micro_batches, depths);
   s.kind = ScheduleKind::one_f_one_b;

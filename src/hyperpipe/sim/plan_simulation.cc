@@ -196,6 +196,7 @@ PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& pla
     result.schedules.push_back(inputs.back().schedule);
   }
   std::vector<SimOutput> outputs;
+  outputs.reserve(inputs.size());
   for (const auto& input : inputs) outputs.push_back(simulate(input));
   if (plan.pipeline_count() > 1) {
     // The sum across pipelines waits for the last of them; the compute before it is

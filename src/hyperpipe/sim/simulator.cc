@@ -197,6 +197,7 @@ class Engine {
       RankStats& stats = out_.ranks[r];
       stats.compute_end = compute_free_[r];
       std::vector<int> stages;
+      stages.reserve(static_cast<size_t>(s_.chunks));
       for (int c = 0; c < s_.chunks; ++c) stages.push_back(s_.stage_of(r, c));
       std::sort(stages.begin(), stages.end(),
                 [&](int a, int b) { return last_weight_grad_[a] < last_weight_grad_[b]; });

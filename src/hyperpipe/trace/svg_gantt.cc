@@ -171,7 +171,10 @@ std::string svg_gantt(const Timeline& timeline, const SvgOptions& options) {
       "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", x(0),
       axis_y, x(end), axis_y);
   const double step = tick_step(end);
-  for (double tick = 0; tick <= end * (1 + 1e-9); tick += step) {
+  // Ticks counted, not summed: adding `step` to a double drifts (cert-flp30-c).
+  const auto ticks = static_cast<int64_t>(std::floor(end * (1 + 1e-9) / step));
+  for (int64_t i = 0; i <= ticks; ++i) {
+    const double tick = static_cast<double>(i) * step;
     svg += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>"
         "<text x=\"{0:.1f}\" y=\"{3:.1f}\" font-size=\"11\" text-anchor=\"middle\">{4}</text>\n",
