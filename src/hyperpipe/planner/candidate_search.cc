@@ -64,6 +64,7 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
     if (!options.every_order && static_cast<int>(found.size()) >= options.keep) {
       // Only what could enter the best few of all sizes so far.
       std::vector<double> objectives;
+      objectives.reserve(found.size());
       for (const auto& c : found) objectives.push_back(c.pipeline.objective);
       std::nth_element(objectives.begin(), objectives.begin() + options.keep - 1, objectives.end());
       search.prune_above = objectives[options.keep - 1];
