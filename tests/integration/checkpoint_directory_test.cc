@@ -54,10 +54,7 @@ TEST(CheckpointDirectory, TwoRunsCannotShareOne) {
                   "--checkpoint-every 5",
                   kCorpus, dir),
       dir + "/first.txt");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!latest_checkpoint(dir + "/checkpoints") && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  wait_for_checkpoint(dir + "/checkpoints", 60);
   const int second = rank0_into(dir, "--resume");
   kill(first, SIGINT);
   if (wait_for(first, 30) < 0) kill(first, SIGKILL);

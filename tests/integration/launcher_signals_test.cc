@@ -62,10 +62,7 @@ pid_t start_long_run(const std::string& dir, std::vector<pid_t>& workers) {
                   "--checkpoint-every 2",
                   kCorpus, dir),
       dir + "/log.txt");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (!latest_checkpoint(dir + "/checkpoints") && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  wait_for_checkpoint(dir + "/checkpoints", 90);
   workers = children_of(launcher);
   return launcher;
 }

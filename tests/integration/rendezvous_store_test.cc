@@ -23,10 +23,7 @@ TEST(RendezvousStore, AnOutsiderCannotStopTheRun) {
                   "--checkpoint-every 2",
                   port, kCorpus, dir),
       dir + "/log.txt");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!latest_checkpoint(dir + "/checkpoints") && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  wait_for_checkpoint(dir + "/checkpoints", 60);
   ASSERT_TRUE(latest_checkpoint(dir + "/checkpoints").has_value()) << slurp(dir + "/log.txt");
   // What a run without a secret read: the failure report, plain and under an empty token.
   c10d::TCPStoreOptions options;

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "hyperpipe/runtime/checkpoint.h"
 #include "test_files.h"
 
 extern char** environ;
@@ -97,6 +98,15 @@ inline pid_t start_launcher(const std::string& dir, const std::string& options,
   pid_t pid = -1;
   EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
   return pid;
+}
+
+// Waits up to `seconds` for a complete checkpoint in `dir`; whether one came.
+inline bool wait_for_checkpoint(const std::string& dir, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!latest_checkpoint(dir) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return latest_checkpoint(dir).has_value();
 }
 
 }  // namespace hyperpipe::runtime::integration

@@ -547,10 +547,7 @@ TEST_P(KilledWorker, EndsTheRunWithItsRankNamedAndCheckpointsIntact) {
                                    fmt::format("{}/rank{}.log", dir, rank)));
   }
   // Kill the victim once a checkpoint is complete.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!latest_checkpoint(dir + "/checkpoints") && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  wait_for_checkpoint(dir + "/checkpoints", 60);
   ASSERT_TRUE(latest_checkpoint(dir + "/checkpoints").has_value());
   kill(workers[victim], SIGKILL);
   const auto killed = std::chrono::steady_clock::now();

@@ -76,12 +76,11 @@ TrainSummary run_training(const TrainOptions& options, const plan::Plan& plan,
                           const RankLayout& layout, const TextCorpus& data,
                           const Rendezvous& rendezvous,
                           const std::optional<CheckpointInfo>& checkpoint,
-                          const ExecutorOptions& executor_options, Communicator& communicator,
-                          const cost::ProfileDb* profiles, std::ostream& out) {
+                          const RunIdentity& identity, const ExecutorOptions& executor_options,
+                          Communicator& communicator, const cost::ProfileDb* profiles,
+                          std::ostream& out) {
   const ProcessRole& role = layout.role(rendezvous.rank);
   const int64_t seq = data.seq_len();
-  const RunIdentity identity =
-      identity_of(model.config().name, options.executor.seed, options.data_path);
   Executor executor(model, plan, layout, communicator, data, executor_options);
   const bool reporter = rendezvous.rank == 0;
   TrainSummary summary;
@@ -327,12 +326,15 @@ TrainSummary train(const TrainOptions& options, std::ostream& out) {
   if (options.checkpoint_dir && rendezvous.rank == 0) {
     directory.emplace(*options.checkpoint_dir, options.resume, options.overwrite);
   }
+  // The data's CRC-32 is read once, for the check here and every manifest of the run.
+  const RunIdentity identity =
+      identity_of(model.config().name, options.executor.seed, options.data_path);
   if (options.resume) {
     checkpoint = latest_checkpoint(*options.checkpoint_dir);
     if (checkpoint && checkpoint->manifest.contains("run")) {
-      identity_of(model.config().name, options.executor.seed, options.data_path)
-          .require_same(checkpoint->manifest["run"],
-                        (std::filesystem::path(checkpoint->path) / kCheckpointManifest).string());
+      identity.require_same(
+          checkpoint->manifest["run"],
+          (std::filesystem::path(checkpoint->path) / kCheckpointManifest).string());
     }
   }
   const ProcessRole& role = layout.role(rendezvous.rank);
@@ -365,7 +367,8 @@ TrainSummary train(const TrainOptions& options, std::ostream& out) {
   });
   try {
     return run_training(options, plan, model, cluster, layout, data, rendezvous, checkpoint,
-                        executor_options, *communicator, profiles ? &*profiles : nullptr, out);
+                        identity, executor_options, *communicator, profiles ? &*profiles : nullptr,
+                        out);
   } catch (const CommunicationError& error) {
     throw CommunicationError(communicator->report_failure(error.what()));
   }
