@@ -1,12 +1,10 @@
 // The `hyperpipe` binary as a user runs it: output, JSON, exit codes.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "cli/cli_run.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/sim/plan_simulation.h"
@@ -17,34 +15,9 @@ namespace hyperpipe::cli {
 namespace {
 
 using hyperpipe::testing::write_temp_file;
-
-struct Result {
-  int exit_code = -1;
-  bool exited_normally = false;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-Result run(const std::string& args) {
-  const std::string out_path = hyperpipe::testing::temp_path("cli-out.txt");
-  const std::string err_path = hyperpipe::testing::temp_path("cli-err.txt");
-  const std::string command = std::string(HYPERPIPE_BINARY) + " " + args + " >" + out_path + " 2>" +
-                              err_path + " </dev/null";
-  const int status = std::system(command.c_str());
-  Result result;
-  result.exited_normally = WIFEXITED(status);
-  result.exit_code = result.exited_normally ? WEXITSTATUS(status) : -1;
-  result.out = slurp(out_path);
-  result.err = slurp(err_path);
-  return result;
-}
+using testing::Result;
+using testing::run;
+using testing::slurp;
 
 const std::string kExamples = HYPERPIPE_EXAMPLES;
 
@@ -137,6 +110,22 @@ TEST(Cli, TensorParallelStaysInsideANode) {
   EXPECT_EQ(report["cost"][1]["tp"], 8);  // 8 × V100
   EXPECT_EQ(report["cost"][2]["tp"], 4);  // 4 × T4
   EXPECT_GT(report["cost"][1]["layers"][1]["tp_communication_s"].get<double>(), 0);
+}
+
+TEST(Cli, DescribeActivationTransferIsPerShardUnderTensorParallelism) {
+  // As the simulator and the runtime move it: each of tp shards sends its 1/tp part.
+  const auto transfers = [](const std::string& args) {
+    const Result r = run("describe --format json " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["activation_transfer"];
+  };
+  const auto whole = transfers("");
+  const auto split = transfers("--tp 2");
+  ASSERT_EQ(whole.size(), split.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_DOUBLE_EQ(split[i]["bytes"].get<double>() * 2, whole[i]["bytes"].get<double>());
+    EXPECT_LT(split[i]["seconds"].get<double>(), whole[i]["seconds"].get<double>());
+  }
 }
 
 TEST(Cli, ScheduleOrdersOneStageALine) {

@@ -153,6 +153,26 @@ TEST(CostModel, CutTransferShipsEachSendersShare) {
   EXPECT_NEAR(t.seconds, 100e-6 + t.bytes / (10e9 * kDefaultLinkEfficiency), 1e-12);
 }
 
+TEST(CostModel, CutTransferUnderTensorParallelismMovesWhatTheRuntimeMoves) {
+  const auto model = catalogue_model("gpt3-1.3b");
+  const auto cluster = round_cluster();
+  const CostModel costs(model, cluster);
+  const auto one = first_devices_of_type(cluster, "Round", 1, 1);
+  const auto two = first_devices_of_type(cluster, "Round", 1, 2);
+  const cluster::Link link = cluster.level_link(cluster::LinkLevel::intra_island);
+  const double whole = 8.0 * 2048 * 2048 * 2;  // 8 sequences × hidden 2048 × fp16
+  // Equal tp: each shard sends its half, one message.
+  const Transfer scattered = costs.cut_transfer(5, 8, 2048, two, two, link);
+  EXPECT_DOUBLE_EQ(scattered.bytes, whole / 2);
+  EXPECT_NEAR(scattered.seconds, 100e-6 + whole / 2 / (10e9 * kDefaultLinkEfficiency), 1e-12);
+  // tp 2 to tp 1: shard 0 sends the whole activation to the one receiver.
+  EXPECT_DOUBLE_EQ(costs.cut_transfer(5, 8, 2048, two, one, link).bytes, whole);
+  // tp 1 to tp 2: the one sender sends the whole activation to both shards, one by one.
+  const Transfer fan_out = costs.cut_transfer(5, 8, 2048, one, two, link);
+  EXPECT_DOUBLE_EQ(fan_out.bytes, 2 * whole);
+  EXPECT_NEAR(fan_out.seconds, 2 * 100e-6 + 2 * whole / (10e9 * kDefaultLinkEfficiency), 1e-12);
+}
+
 TEST(CostModel, MixedPrecisionAdamNeedsSixteenBytesPerParameter) {
   // Rajbhandari et al. (ZeRO, 2020): 2 + 2 + 12 bytes per parameter.
   const auto model = catalogue_model("gpt3-1.3b");

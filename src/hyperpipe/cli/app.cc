@@ -11,8 +11,12 @@
 
 namespace hyperpipe::cli {
 
+std::string hyperpipe_version() {
+  return HYPERPIPE_VERSION;
+}
+
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
-        const std::vector<AddCommand>& extra) {
+        const Program& program) {
   CLI::App app{
       "HyperPipe: plan and run pipeline-parallel training of transformers on mixed GPU "
       "clusters."};
@@ -33,14 +37,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
       "examples/data/corpus.txt --steps 20\n"
       "Run `hyperpipe COMMAND --help` for a command's options.");
 
-  add_models_command(app, out);
-  add_devices_command(app, out);
-  add_describe_command(app, out);
-  add_schedule_command(app, out);
-  add_plan_command(app, out);
-  add_simulate_command(app, out);
-  add_compare_command(app, out);
-  for (const auto& add : extra) add(app, out, err);
+  if (program.version) app.set_version_flag("--version", program.version);
+  for (const auto& add : program.commands) add(app, out, err);
 
   app.parse_complete_callback([&] {
     if (!set_log_level(log_level)) {

@@ -29,8 +29,17 @@ class CommandFailed : public std::runtime_error {
 // Registers a subcommand on the app; its output goes to the streams.
 using AddCommand = std::function<void(CLI::App&, std::ostream& out, std::ostream& err)>;
 
-// `extra`: commands of parts linked into this binary only (train, with libtorch).
+// One executable's commands: `hyperpipe` (planning, and the worker's commands handed on)
+// or `hyperpipe-worker` (the commands that load libtorch).
+struct Program {
+  std::vector<AddCommand> commands;
+  std::function<std::string()> version;  // what --version prints
+};
+
+// The version of this source tree (CMake's project version).
+std::string hyperpipe_version();
+
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
-        const std::vector<AddCommand>& extra = {});
+        const Program& program);
 
 }  // namespace hyperpipe::cli

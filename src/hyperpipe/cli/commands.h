@@ -14,8 +14,9 @@ void add_schedule_command(CLI::App& app, std::ostream& out);
 void add_simulate_command(CLI::App& app, std::ostream& out);
 void add_plan_command(CLI::App& app, std::ostream& out);
 void add_compare_command(CLI::App& app, std::ostream& out);
-// Built only with the runtime (libtorch); main.cc registers them.
+// Starts hyperpipe-worker processes; needs no libtorch itself.
 void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err);
+// hyperpipe-worker's (with libtorch); `hyperpipe` hands them on (worker.h).
 void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& err);
 

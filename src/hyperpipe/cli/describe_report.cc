@@ -163,7 +163,7 @@ json gpu_cost_json(const cost::CostModel& costs, const std::string& type_name,
 
 json transfer_json(const cost::CostModel& costs, const model::Workload& work) {
   const auto& cluster = costs.cluster();
-  // The activation a decoder block hands to the next stage.
+  // The activation a decoder block hands to the next stage (each shard's part at tp > 1).
   const double bytes = static_cast<double>(costs.model().layers().at(1).output_bytes(work));
   json result = json::array();
   for (auto level : {cluster::LinkLevel::intra_node, cluster::LinkLevel::intra_island,
@@ -220,7 +220,10 @@ json describe_report(const cost::CostModel& costs, const DescribeSettings& setti
           {"cluster", cluster_json(costs.cluster())},
           {"links_in_use", levels_in_use(costs.cluster())},
           {"cost", types},
-          {"activation_transfer", transfer_json(costs, work)},
+          // Per shard at --tp: to a next stage of the same tp each shard sends its part
+          // (cost::shard_share_of_cut), as the simulator and the runtime do.
+          {"activation_transfer", transfer_json(costs, {settings.micro_batch, seq_len, settings.tp,
+                                                        costs.options().sequence_parallel})},
           {"cost_options",
            {{"matmul_efficiency", costs.options().matmul_efficiency},
             {"memory_efficiency", costs.options().memory_efficiency},

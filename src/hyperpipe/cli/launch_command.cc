@@ -1,13 +1,14 @@
 // `hyperpipe launch`: the processes of a plan's run on this machine, like torchrun: one
-// `hyperpipe train` per device, output prefixed by rank, all stopped if one fails.
+// `hyperpipe train` (hyperpipe-worker) per device, output prefixed by rank, all stopped if one
+// fails.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <filesystem>
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/worker.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/launch/process_launcher.h"
@@ -58,8 +59,7 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->callback([args, command, &out, &err] {
     const plan::Plan plan = plan::load_plan(args->plan);
     launch::LaunchSpec spec;
-    spec.command = {std::filesystem::read_symlink("/proc/self/exe").string(), "train", "--plan",
-                    args->plan};
+    spec.command = {require_worker("launch"), "train", "--plan", args->plan};
     for (const auto& extra : command->remaining()) spec.command.push_back(extra);
     spec.processes = processes_of(plan);
     spec.port = args->port;

@@ -1,13 +1,47 @@
+// `hyperpipe`: the planning commands, `launch`, and the worker's commands handed on to
+// hyperpipe-worker (worker.h). Nothing here loads libtorch.
 #include <iostream>
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/worker.h"
+
+namespace {
+
+using hyperpipe::cli::AddCommand;
+
+AddCommand planning(void (*add)(CLI::App&, std::ostream&)) {
+  return [add](CLI::App& app, std::ostream& out, std::ostream&) { add(app, out); };
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<hyperpipe::cli::AddCommand> runtime_commands;
-#ifdef HYPERPIPE_WITH_RUNTIME
-  runtime_commands = {hyperpipe::cli::add_profile_command, hyperpipe::cli::add_train_command,
-                      hyperpipe::cli::add_launch_command};
-#endif
-  return hyperpipe::cli::run(argc, argv, std::cout, std::cerr, runtime_commands);
+  namespace cli = hyperpipe::cli;
+  const char* const* args = argv;
+  cli::Program program;
+  program.commands = {
+      planning(cli::add_models_command),
+      planning(cli::add_devices_command),
+      planning(cli::add_describe_command),
+      planning(cli::add_schedule_command),
+      planning(cli::add_plan_command),
+      planning(cli::add_simulate_command),
+      planning(cli::add_compare_command),
+      cli::worker_command(
+          "profile", "Measure each layer kind of a model on this device into a profile database",
+          argc, args),
+      cli::worker_command("train",
+                          "Train with a plan: this process's device of it (see `hyperpipe launch`)",
+                          argc, args),
+      cli::add_launch_command,
+  };
+  program.version = [argc, args]() -> std::string {
+    // The worker knows the libtorch it loads and whether CUDA and NCCL work here.
+    if (cli::worker_path()) cli::exec_worker("--version", argc, args);
+    return "hyperpipe " + cli::hyperpipe_version() +
+           "\nruntime: none, planning only (built without libtorch: no train, launch or "
+           "profile)";
+  };
+  return cli::run(argc, args, std::cout, std::cerr, program);
 }

@@ -223,9 +223,12 @@ Transfer CostModel::cut_transfer(int last_layer, int64_t micro_batch, int64_t se
                                  const cluster::Link& link) const {
   // Each sender holds ceil(b / dp_from) sequences and sends all of them, split over as
   // many receivers as needed when the next stage's dp differs.
-  const model::Workload work = workload(ceil_div(micro_batch, from.dp), seq_len, from.tp);
-  const double bytes = static_cast<double>(model_.layers().at(last_layer).output_bytes(work));
-  const int messages = std::max(1, to.dp / from.dp);
+  const model::Workload work =
+      workload(ceil_div(micro_batch, from.dp), seq_len, shard_share_of_cut(from, to));
+  const int fan_out = shards_fed_per_sender(from, to);
+  const double bytes =
+      static_cast<double>(model_.layers().at(last_layer).output_bytes(work)) * fan_out;
+  const int messages = std::max(1, to.dp / from.dp) * fan_out;
   Transfer result = transfer(bytes, link);
   result.seconds += (messages - 1) * link.latency;
   return result;

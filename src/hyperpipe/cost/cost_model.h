@@ -85,7 +85,8 @@ class CostModel {
   Transfer transfer(double bytes, const cluster::Link& link) const;
   // The activation (or, backwards, its gradient) crossing the cut after `last_layer` from
   // one stage to the next: each sending rank ships its share over its own connection, so
-  // the time is that of the largest share.
+  // the time is that of the largest share. Under tensor parallelism that share is as the
+  // runtime moves it (shard_share_of_cut, shards_fed_per_sender).
   Transfer cut_transfer(int last_layer, int64_t micro_batch, int64_t seq_len,
                         const DeviceGroup& from, const DeviceGroup& to,
                         const cluster::Link& link) const;

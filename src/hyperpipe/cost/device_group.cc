@@ -48,4 +48,12 @@ DeviceGroup first_devices_of_type(const cluster::Cluster& cluster, const std::st
   return make_device_group(cluster, devices, dp, tp);
 }
 
+int shard_share_of_cut(const DeviceGroup& from, const DeviceGroup& to) {
+  return from.tp == to.tp ? from.tp : 1;
+}
+
+int shards_fed_per_sender(const DeviceGroup& from, const DeviceGroup& to) {
+  return std::max(1, (to.tp + from.tp - 1) / from.tp);
+}
+
 }  // namespace hyperpipe::cost

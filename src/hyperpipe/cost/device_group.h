@@ -28,4 +28,13 @@ DeviceGroup make_device_group(const cluster::Cluster& cluster, const std::vector
 DeviceGroup first_devices_of_type(const cluster::Cluster& cluster, const std::string& gpu_type,
                                   int dp, int tp);
 
+// How an activation (or its gradient) crosses from one stage's group to the next under
+// tensor parallelism, as the runtime moves it: between groups of equal tp each shard sends
+// its 1/tp part and the receiving shards all-gather the rest (Megatron-LM's scatter and
+// gather); otherwise each sending shard sends the whole tensor to every shard it feeds.
+// The part of the activation one message carries: tp for equal groups, else 1.
+int shard_share_of_cut(const DeviceGroup& from, const DeviceGroup& to);
+// How many receiving shards one sending shard feeds: ceil(tp_to / tp_from), at least 1.
+int shards_fed_per_sender(const DeviceGroup& from, const DeviceGroup& to);
+
 }  // namespace hyperpipe::cost
