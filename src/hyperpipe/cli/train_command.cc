@@ -6,15 +6,18 @@
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
-#include "hyperpipe/cli/timeline_comparison.h"
+#include "hyperpipe/cli/train_report.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/launch/parent_watch.h"
+#include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/runtime/trainer.h"
 
 namespace hyperpipe::cli {
 
 void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) {
   auto options = std::make_shared<runtime::TrainOptions>();
+  auto report = std::make_shared<TrainReportOptions>();
+  auto profiles_path = std::make_shared<std::optional<std::string>>();
   auto timeout_seconds = std::make_shared<double>(60.0);
   auto seed = std::make_shared<int64_t>(0);
   CLI::App* command = app.add_subcommand(
@@ -26,7 +29,7 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
   command->add_option("--steps", options->steps, "Training steps")
       ->default_val(10)
       ->check(CLI::PositiveNumber);
-  auto& optimizer = options->executor.optimizer;
+  auto& optimizer = options->optimizer;
   command->add_option("--lr", optimizer.learning_rate, "AdamW learning rate")
       ->default_val(1e-3)
       ->check(CLI::PositiveNumber);
@@ -53,15 +56,15 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
                    "Seconds to wait for a peer before giving up on it")
       ->default_val(60.0)
       ->check(CLI::PositiveNumber);
-  command->add_option("--metrics", options->metrics_path, "Write per-step metrics (JSON lines)");
-  command->add_option("--trace", options->trace_path, "Write the measured timeline (Chrome trace)");
-  command->add_option("--svg", options->svg_path, "Write the measured timeline as an SVG chart");
-  command->add_option("--timeline", options->timeline_path,
+  command->add_option("--metrics", report->metrics_path, "Write per-step metrics (JSON lines)");
+  command->add_option("--trace", report->trace_path, "Write the measured timeline (Chrome trace)");
+  command->add_option("--svg", report->svg_path, "Write the measured timeline as an SVG chart");
+  command->add_option("--timeline", report->timeline_path,
                       "Write the measured timeline as JSON (hyperpipe.timeline/1)");
   command->add_option("--trace-step", options->trace_step,
                       "The step drawn by --trace/--svg/--timeline and compared with the prediction "
                       "(default: the median of the last 32)");
-  command->add_option("--profiles", options->profiles_path,
+  command->add_option("--profiles", *profiles_path,
                       "Profiles for the predicted iteration printed at the end "
                       "(hyperpipe profile); without, the cost model's estimates");
   command->add_option("--checkpoint-dir", options->checkpoint_dir, "Save checkpoints here");
@@ -80,29 +83,37 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
       "--data examples/data/corpus.txt --steps 20\n"
       "  torchrun --nproc-per-node 3 --no-python hyperpipe train --plan plan.json --data "
       "corpus.txt");
-  command->callback([options, timeout_seconds, seed, &out] {
-    options->executor.seed = static_cast<uint64_t>(*seed);
+  command->callback([options, report, profiles_path, timeout_seconds, seed, &out] {
+    options->seed = static_cast<uint64_t>(*seed);
     options->data_seed = static_cast<uint64_t>(*seed);
     options->timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout_seconds * 1000.0));
     if (!launch::die_with_launcher()) {
       throw CommandFailed("the launcher that started this worker is gone; not starting",
                           kExitInternalError);
     }
+    // The report's inputs are checked before the run, as the runtime checks its own.
+    const auto [plan, model, cluster] =
+        plan::load_checked_plan(options->plan_path, options->cluster);
+    std::optional<cost::ProfileDb> profiles;
+    if (*profiles_path) profiles = cost::ProfileDb::load_for(**profiles_path, model.config().name);
+    report->steps = options->steps;
+    report->tokens_per_step =
+        plan.global_batch() * (plan.seq_len > 0 ? plan.seq_len : model.config().seq_len);
+    report->checkpoint_dir = options->checkpoint_dir;
+    report->resume = options->resume;
+    TrainProgress progress(*report, out);
     try {
-      const auto summary = runtime::train(*options, out);
-      if (summary.stopped_by) {
+      const auto record = runtime::train(*options, progress);
+      if (record.stopped_by) {
         // As a shell reports a process a signal ended: 128 + the signal.
         throw CommandFailed(fmt::format("stopped by {} after step {}",
-                                        signal_name(summary.stopped_by), summary.steps_done),
-                            128 + summary.stopped_by);
+                                        signal_name(record.stopped_by), record.steps_done),
+                            128 + record.stopped_by);
       }
-      if (summary.measured_timeline && summary.predicted_timeline) {
-        out << fmt::format(
-            "\npredicted against measured in step {}, device group by device group:\n",
-            summary.traced_step);
-        print_comparison(compare_timelines(*summary.predicted_timeline, *summary.measured_timeline),
-                         out);
-      }
+      if (!record.reporter) return;
+      progress.write_metrics();
+      report_prediction(record, plan, model, cluster, profiles ? &*profiles : nullptr, *report,
+                        out);
     } catch (const runtime::CommunicationError& error) {
       throw CommandFailed(error.what(), kExitInternalError);
     }

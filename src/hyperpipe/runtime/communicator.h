@@ -12,15 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "hyperpipe/runtime/communication_error.h"
 #include "hyperpipe/runtime/rendezvous.h"
 
 namespace hyperpipe::runtime {
-
-// A transfer or collective failed or timed out; the message names the peers.
-class CommunicationError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // A transfer in flight. Keeps its tensor alive until done.
 class Pending {

@@ -1,0 +1,168 @@
+#include "hyperpipe/cli/train_report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "hyperpipe/cli/timeline_comparison.h"
+#include "hyperpipe/common/output_file.h"
+#include "hyperpipe/common/statistics.h"
+#include "hyperpipe/common/stop_signals.h"
+#include "hyperpipe/cost/cost_model.h"
+#include "hyperpipe/sim/measured_compute.h"
+#include "hyperpipe/sim/plan_simulation.h"
+#include "hyperpipe/trace/chrome_trace.h"
+#include "hyperpipe/trace/svg_gantt.h"
+#include "hyperpipe/trace/timeline_json.h"
+
+namespace hyperpipe::cli {
+
+std::string predicted_path(const std::string& path) {
+  const std::filesystem::path p(path);
+  return (p.parent_path() / (p.stem().string() + ".predicted" + p.extension().string())).string();
+}
+
+std::string format_eta(double seconds) {
+  if (seconds < 60) return fmt::format("{:.0f} s", seconds);
+  return fmt::format("{:.0f} min {:02.0f} s", std::floor(seconds / 60), std::fmod(seconds, 60));
+}
+
+TrainProgress::TrainProgress(TrainReportOptions options, std::ostream& out)
+    : options_(std::move(options)), out_(out) {}
+
+void TrainProgress::started(const std::optional<std::string>& checkpoint, int64_t steps_done) {
+  first_step_ = steps_done;
+  if (checkpoint) {
+    out_ << fmt::format("resuming from {} ({} steps done)\n", *checkpoint, steps_done);
+  } else if (options_.resume && options_.checkpoint_dir) {
+    out_ << fmt::format("no complete checkpoint in {}: starting from step 1\n",
+                        *options_.checkpoint_dir);
+  }
+  if (!options_.metrics_path || steps_done == 0) return;
+  // A resumed run keeps the metrics of the steps before it.
+  std::ifstream previous(*options_.metrics_path);
+  std::string line;
+  while (std::getline(previous, line)) {
+    const auto entry = nlohmann::json::parse(line, nullptr, false);
+    if (!entry.is_discarded() && entry.is_object() && entry.value("step", int64_t{-1}) >= 0 &&
+        entry["step"].get<int64_t>() < steps_done) {
+      metrics_.push_back(entry);
+    }
+  }
+}
+
+void TrainProgress::step_done(const runtime::StepRecord& step) {
+  total_seconds_ += step.seconds;
+  const int64_t done = step.step + 1 - first_step_;
+  const double mean_seconds = total_seconds_ / static_cast<double>(done);
+  const double tokens = static_cast<double>(options_.tokens_per_step);
+  out_ << fmt::format(
+              "step {:>{}}/{}  loss {:.4f}  {:.0f} tokens/s  {:.3f} s/step  ETA {}\n",
+              step.step + 1, std::to_string(options_.steps).size(), options_.steps, step.loss,
+              tokens / step.seconds, step.seconds,
+              format_eta(mean_seconds * static_cast<double>(options_.steps - step.step - 1)))
+       << std::flush;
+  metrics_.push_back({{"step", step.step},
+                      {"loss", step.loss},
+                      {"grad_norm", step.grad_norm},
+                      {"seconds", step.seconds},
+                      {"tokens_per_s", tokens / step.seconds}});
+}
+
+void TrainProgress::checkpoint_saved(int64_t /*steps_done*/) {
+  write_metrics();  // the metrics so far survive with the checkpoint
+}
+
+void TrainProgress::stopped(int signal_number, int64_t steps_done) {
+  write_metrics();
+  out_ << fmt::format("stopped by {} after step {}{}\n", signal_name(signal_number), steps_done,
+                      options_.checkpoint_dir ? fmt::format("; checkpoint of step {} in {}",
+                                                            steps_done, *options_.checkpoint_dir)
+                                              : "")
+       << std::flush;
+}
+
+void TrainProgress::write_metrics() const {
+  if (!options_.metrics_path) return;
+  std::string lines;
+  for (const auto& m : metrics_) lines += m.dump() + "\n";
+  write_file_atomically(*options_.metrics_path, lines);
+}
+
+namespace {
+
+// The measured and predicted timelines of the traced step, to the files asked for.
+void write_timelines(const trace::Timeline& measured, const trace::Timeline& predicted,
+                     const TrainReportOptions& options) {
+  const auto write = [&](const std::optional<std::string>& path, const auto& render) {
+    if (!path) return;
+    write_file_atomically(*path, render(measured));
+    write_file_atomically(predicted_path(*path), render(predicted));
+  };
+  write(options.trace_path, [](const trace::Timeline& t) { return trace::chrome_trace(t).dump(); });
+  write(options.svg_path, [](const trace::Timeline& t) { return trace::svg_gantt(t); });
+  write(options.timeline_path,
+        [](const trace::Timeline& t) { return trace::timeline_to_json(t).dump(); });
+}
+
+}  // namespace
+
+void report_prediction(const runtime::TrainRecord& record, const plan::Plan& plan,
+                       const model::Model& model, const cluster::Cluster& cluster,
+                       const cost::ProfileDb* profiles, const TrainReportOptions& options,
+                       std::ostream& out) {
+  if (!record.reporter || record.steps.empty()) return;
+  const cost::CostModel costs(model, cluster, {}, profiles);
+  const sim::PlanSimulation simulation = sim::simulate_plan(costs, plan);
+  // The median of the steps after the first, which warms caches and allocators.
+  std::vector<double> seconds;
+  for (const auto& step : record.steps) {
+    if (step.step > record.first_step || record.steps.size() == 1) seconds.push_back(step.seconds);
+  }
+  const double measured = median(seconds);
+  const double predicted = simulation.output.iteration_time;
+  const double error = predicted / measured - 1;
+  out << fmt::format(
+      "\npredicted {:.1f} ms per iteration ({}), measured {:.1f} ms (median of {} steps): "
+      "error {:+.1f}%\n",
+      predicted * 1e3, profiles ? "simulator with profiles" : "simulator with estimates",
+      measured * 1e3, seconds.size(), 100 * error);
+  nlohmann::json prediction{{"predicted_iteration_s", predicted},
+                            {"measured_iteration_s", measured},
+                            {"relative_error", error},
+                            {"source", profiles ? "profiles" : "estimates"}};
+  std::optional<nlohmann::json> comparison;
+  if (record.measured_timeline) {
+    auto predicted_timeline = simulation.output.timeline;
+    predicted_timeline.title =
+        fmt::format("{} on {} (predicted)", model.config().name, cluster.name());
+    write_timelines(*record.measured_timeline, predicted_timeline, options);
+    // What is left when the run's own op times stand in for the profiles': the error of
+    // the schedule and communication model alone.
+    const sim::MeasuredComputes compute = sim::measured_compute(plan, *record.measured_timeline);
+    sim::SimOptions replay;
+    replay.measured = &compute;
+    const double replayed = sim::simulate_plan(costs, plan, replay).output.iteration_time;
+    const double replay_error = replayed / measured - 1;
+    out << fmt::format(
+        "replayed with step {}'s measured compute: {:.1f} ms, error {:+.1f}% (the schedule "
+        "and communication model alone)\n",
+        record.traced_step + 1, replayed * 1e3, 100 * replay_error);
+    prediction["replayed_iteration_s"] = replayed;
+    prediction["replayed_error"] = replay_error;
+    prediction["replayed_step"] = record.traced_step;
+    comparison = compare_timelines(predicted_timeline, *record.measured_timeline);
+  }
+  if (options.metrics_path) {
+    write_file_atomically(*options.metrics_path + ".prediction.json", prediction.dump(2));
+  }
+  if (comparison) {
+    out << fmt::format("\npredicted against measured in step {}, device group by device group:\n",
+                       record.traced_step + 1);
+    print_comparison(*comparison, out);
+  }
+}
+
+}  // namespace hyperpipe::cli

@@ -1,0 +1,72 @@
+// What `hyperpipe train` prints and writes around the runtime's steps: a progress line per
+// step, the metrics file (kept whole at every checkpoint), and at the end the simulator's
+// prediction for the plan against the measured iteration, the replay with the run's own
+// compute, and the measured and predicted timelines. No libtorch: the runtime hands over
+// plain records (runtime/train_record.h).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "hyperpipe/cluster/cluster.h"
+#include "hyperpipe/cost/profile_db.h"
+#include "hyperpipe/model/model.h"
+#include "hyperpipe/plan/plan.h"
+#include "hyperpipe/runtime/train_record.h"
+
+namespace hyperpipe::cli {
+
+struct TrainReportOptions {
+  int64_t steps = 0;                        // of the whole run
+  int64_t tokens_per_step = 0;              // global batch × sequence length
+  std::optional<std::string> metrics_path;  // JSON lines, one per step
+  // The measured timeline of the traced step as a Chrome trace, an SVG, a JSON document;
+  // beside each (NAME.predicted.EXT) the simulator's prediction for the same plan.
+  std::optional<std::string> trace_path;
+  std::optional<std::string> svg_path;
+  std::optional<std::string> timeline_path;
+  std::optional<std::string> checkpoint_dir;  // named in the messages
+  bool resume = false;
+};
+
+// Rank 0's observer: the progress lines and the metrics file.
+class TrainProgress : public runtime::TrainObserver {
+ public:
+  TrainProgress(TrainReportOptions options, std::ostream& out);
+
+  void started(const std::optional<std::string>& checkpoint, int64_t steps_done) override;
+  void step_done(const runtime::StepRecord& step) override;
+  void checkpoint_saved(int64_t steps_done) override;
+  void stopped(int signal_number, int64_t steps_done) override;
+
+  // Writes the metrics file (at the end of a run that ran every step).
+  void write_metrics() const;
+
+ private:
+  TrainReportOptions options_;
+  std::ostream& out_;
+  std::vector<nlohmann::json> metrics_;  // resumed steps' first
+  int64_t first_step_ = 0;
+  double total_seconds_ = 0;
+};
+
+// "run/measured.svg" → "run/measured.predicted.svg".
+std::string predicted_path(const std::string& path);
+
+// "42 s", "3 min 05 s".
+std::string format_eta(double seconds);
+
+// Every run checks the cost model: the simulator's iteration for the plan (with
+// `profiles`, else the cost model's estimates) against the median measured step, and, when
+// the record has the traced step's timeline, the replay with that step's compute, the
+// timelines written and compared device group by group. Writes METRICS.prediction.json.
+void report_prediction(const runtime::TrainRecord& record, const plan::Plan& plan,
+                       const model::Model& model, const cluster::Cluster& cluster,
+                       const cost::ProfileDb* profiles, const TrainReportOptions& options,
+                       std::ostream& out);
+
+}  // namespace hyperpipe::cli

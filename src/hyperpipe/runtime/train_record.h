@@ -1,0 +1,49 @@
+// What a training run tells its caller, as plain data (no libtorch): each step's figures
+// as it ends, and at the end the record of the run. Rank 0 reports; the CLI prints
+// progress, keeps the metrics file and puts the simulator's prediction beside it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hyperpipe/trace/timeline.h"
+
+namespace hyperpipe::runtime {
+
+struct StepRecord {
+  int64_t step = 0;      // counted from 0
+  double loss = 0;       // mean cross-entropy over the global batch
+  double grad_norm = 0;  // before clipping
+  double seconds = 0;    // rank 0's iteration
+};
+
+struct TrainRecord {
+  bool reporter = false;          // rank 0: the one whose record holds the timeline
+  int64_t first_step = 0;         // 0, or the step after a resumed checkpoint
+  std::vector<StepRecord> steps;  // the steps this run ran, in order
+  int64_t steps_done = 0;         // counted from the run's start, resumed steps included
+  // SIGINT, SIGTERM or SIGHUP when a stop signal ended the run early (after steps_done,
+  // checkpointed when a checkpoint directory was given); 0 when it ran every step.
+  int stopped_by = 0;
+  // Rank 0, when the traced step ran: what every process did in it, one track per rank.
+  std::optional<trace::Timeline> measured_timeline;
+  int64_t traced_step = -1;  // counted from 0
+};
+
+// Called on rank 0 only, at the moments named; every default does nothing.
+class TrainObserver {
+ public:
+  virtual ~TrainObserver() = default;
+  // Before the first step: the checkpoint resumed from (and its steps), if any.
+  virtual void started(const std::optional<std::string>& /*checkpoint*/, int64_t /*steps_done*/) {}
+  virtual void step_done(const StepRecord& /*step*/) {}
+  // After the checkpoint of `steps_done` steps is whole on disk.
+  virtual void checkpoint_saved(int64_t /*steps_done*/) {}
+  // A stop signal ended the run after `steps_done` steps (checkpointed if it had a
+  // directory).
+  virtual void stopped(int /*signal_number*/, int64_t /*steps_done*/) {}
+};
+
+}  // namespace hyperpipe::runtime

@@ -1,0 +1,119 @@
+// What `hyperpipe train` prints and writes around the runtime's records.
+#include "hyperpipe/cli/train_report.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <sstream>
+
+#include "cli/cli_run.h"
+#include "hyperpipe/plan/checked_plan.h"
+#include "test_files.h"
+
+namespace hyperpipe::cli {
+namespace {
+
+using testing::slurp;
+
+std::vector<nlohmann::json> json_lines(const std::string& path) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(slurp(path));
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+TrainReportOptions report_options(const std::string& metrics) {
+  TrainReportOptions options;
+  options.steps = 5;
+  options.tokens_per_step = 1000;
+  options.metrics_path = metrics;
+  return options;
+}
+
+TEST(TrainProgress, PrintsAStepLineAndKeepsTheMetricsAtEachCheckpoint) {
+  const std::string metrics = hyperpipe::testing::temp_path("progress-metrics.jsonl");
+  std::ostringstream out;
+  TrainProgress progress(report_options(metrics), out);
+  progress.started(std::nullopt, 0);
+  progress.step_done({0, 5.5, 2.0, 0.5});
+  progress.step_done({1, 5.0, 1.5, 0.25});
+  progress.checkpoint_saved(2);
+  // Two steps at a mean of 0.375 s leave three: 1.125 s, printed rounded.
+  EXPECT_NE(out.str().find("step 1/5  loss 5.5000  2000 tokens/s  0.500 s/step  ETA 2 s"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("step 2/5  loss 5.0000  4000 tokens/s  0.250 s/step  ETA 1 s"),
+            std::string::npos)
+      << out.str();
+  const auto lines = json_lines(metrics);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1]["step"], 1);
+  EXPECT_DOUBLE_EQ(lines[1]["grad_norm"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(lines[1]["tokens_per_s"].get<double>(), 4000);
+  std::filesystem::remove(metrics);
+}
+
+TEST(TrainProgress, AResumedRunKeepsTheStepsBeforeItsCheckpoint) {
+  const std::string metrics = hyperpipe::testing::write_temp_file(
+      "resumed-metrics.jsonl",
+      "{\"step\":0,\"loss\":6}\n{\"step\":1,\"loss\":5}\nnot json\n[1]\n{\"step\":2,\"loss\":4}\n");
+  std::ostringstream out;
+  TrainProgress progress(report_options(metrics), out);
+  progress.started("ckpt/step-2", 2);
+  progress.step_done({2, 3.5, 1.0, 0.5});
+  progress.write_metrics();
+  EXPECT_NE(out.str().find("resuming from ckpt/step-2 (2 steps done)"), std::string::npos);
+  const auto lines = json_lines(metrics);
+  ASSERT_EQ(lines.size(), 3u);  // steps 0 and 1 kept, the old step 2 replaced
+  EXPECT_EQ(lines[1]["loss"], 5);
+  EXPECT_DOUBLE_EQ(lines[2]["loss"].get<double>(), 3.5);
+  std::filesystem::remove(metrics);
+}
+
+TEST(TrainProgress, AStopNamesTheSignalAndTheCheckpoint) {
+  const std::string metrics = hyperpipe::testing::temp_path("stopped-metrics.jsonl");
+  auto options = report_options(metrics);
+  options.checkpoint_dir = "ckpt";
+  std::ostringstream out;
+  TrainProgress progress(options, out);
+  progress.started(std::nullopt, 0);
+  progress.step_done({0, 5.5, 2.0, 0.5});
+  progress.stopped(SIGTERM, 1);
+  EXPECT_NE(out.str().find("stopped by SIGTERM after step 1; checkpoint of step 1 in ckpt"),
+            std::string::npos)
+      << out.str();
+  EXPECT_EQ(json_lines(metrics).size(), 1u);
+  std::filesystem::remove(metrics);
+}
+
+TEST(TrainReport, EtaAndPredictedPaths) {
+  EXPECT_EQ(format_eta(42), "42 s");
+  EXPECT_EQ(format_eta(185), "3 min 05 s");
+  EXPECT_EQ(predicted_path("run/measured.svg"), "run/measured.predicted.svg");
+}
+
+TEST(TrainReport, ThePredictionMeetsTheMedianStepAfterTheFirst) {
+  const auto [plan, model, cluster] =
+      plan::load_checked_plan(std::string(HYPERPIPE_EXAMPLES) + "/plans/tiny-gpt-3stage.json");
+  runtime::TrainRecord record;
+  record.reporter = true;
+  // The first step (9 s) warms up and is left out: the median of 1, 4, 2 is 2 s.
+  record.steps = {{0, 5, 1, 9.0}, {1, 5, 1, 1.0}, {2, 5, 1, 4.0}, {3, 5, 1, 2.0}};
+  const std::string metrics = hyperpipe::testing::temp_path("prediction-metrics.jsonl");
+  std::ostringstream out;
+  report_prediction(record, plan, model, cluster, nullptr, report_options(metrics), out);
+  EXPECT_NE(out.str().find("measured 2000.0 ms (median of 3 steps)"), std::string::npos)
+      << out.str();
+  const auto prediction = nlohmann::json::parse(slurp(metrics + ".prediction.json"));
+  EXPECT_DOUBLE_EQ(prediction["measured_iteration_s"].get<double>(), 2.0);
+  EXPECT_EQ(prediction["source"], "estimates");
+  const double predicted = prediction["predicted_iteration_s"].get<double>();
+  EXPECT_GT(predicted, 0);
+  EXPECT_DOUBLE_EQ(prediction["relative_error"].get<double>(), predicted / 2.0 - 1);
+  EXPECT_FALSE(prediction.contains("replayed_iteration_s"));  // no timeline in the record
+  std::filesystem::remove(metrics + ".prediction.json");
+}
+
+}  // namespace
+}  // namespace hyperpipe::cli
