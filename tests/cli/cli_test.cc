@@ -178,11 +178,12 @@ TEST(Cli, CompareLinesUpPredictedAndMeasuredGroupByGroup) {
        "compute": [["F", 1, 0, 0, 1.0, 2.0], ["BW", 1, 0, 0, 2.0, 3.0]]}]})");
   const std::string measured = write_temp_file("measured.json", R"({
     "format": "hyperpipe.timeline/1", "title": "m", "tracks": [
-      {"name": "rank 0", "devices": [0], "memory": [], "communication": [],
-       "compute": [["F", 0, 0, 0, 0.0, 1.5], ["BW", 0, 0, 0, 2.5, 5.0]]},
+      {"name": "rank 0", "devices": [0], "memory": [],
+       "communication": [["tied embedding", -1, -1, 0, 4.6, 5.0]],
+       "compute": [["F", 0, 0, 0, 0.0, 1.5], ["BW", 0, 0, 0, 2.5, 4.6]]},
       {"name": "rank 1", "devices": [1], "memory": [],
-       "communication": [["wait RF", -1, 0, 0, 0.0, 1.5]],
-       "compute": [["F", 1, 0, 0, 1.5, 2.5], ["allreduce", -1, -1, 0, 4.0, 4.5]]},
+       "communication": [["wait RF", -1, 0, 0, 0.0, 1.5], ["allreduce", 1, -1, 0, 4.0, 4.5]],
+       "compute": [["F", 1, 0, 0, 1.5, 2.5]]},
       {"name": "rank 2", "devices": [2], "memory": [], "communication": [],
        "compute": [["F", 1, 0, 0, 1.5, 2.0]]}]})");
   const std::string svg = hyperpipe::testing::temp_path("both.svg");
@@ -195,9 +196,16 @@ TEST(Cli, CompareLinesUpPredictedAndMeasuredGroupByGroup) {
   EXPECT_DOUBLE_EQ(report["iteration_error"].get<double>(), 4.0 / 5.0 - 1);
   ASSERT_EQ(report["groups"].size(), 2u);
   EXPECT_DOUBLE_EQ(report["groups"][0]["predicted_compute_s"].get<double>(), 3.0);
-  EXPECT_DOUBLE_EQ(report["groups"][0]["measured_compute_s"].get<double>(), 4.0);
+  EXPECT_NEAR(report["groups"][0]["measured_compute_s"].get<double>(), 3.6, 1e-12);
+  // The tied embedding's sum: one of the sums, shown on its own too.
+  EXPECT_NEAR(report["groups"][0]["measured_tied_embedding_s"].get<double>(), 0.4, 1e-12);
+  EXPECT_NEAR(report["groups"][0]["measured_sync_s"].get<double>(), 0.4, 1e-12);
   // Group 1's first process: its F only (the sum across ranks is waiting, not compute).
   EXPECT_DOUBLE_EQ(report["groups"][1]["measured_compute_s"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(report["groups"][1]["measured_sync_s"].get<double>(), 0.5);
+  const Result table = run("compare --predicted " + predicted + " --measured " + measured);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("of them tied embedding, predicted"), std::string::npos) << table.out;
   EXPECT_DOUBLE_EQ(report["groups"][1]["predicted_compute_s"].get<double>(), 2.0);
   const std::string chart = slurp(svg);
   EXPECT_NE(chart.find("predicted · stage 1"), std::string::npos);

@@ -56,13 +56,14 @@ constexpr double kTolerance = 1e-9;
 struct TrainedRun {
   std::vector<double> losses;
   std::map<std::string, torch::Tensor> weights;
+  std::string dir;  // the run's files (measured.json and measured.predicted.json among them)
 };
 
 std::string common_options(const std::string& dir, int steps) {
   return fmt::format(
       " --data {} --steps {} --seed {} --lr {} --checkpoint-dir {}/checkpoints --metrics "
-      "{}/metrics.jsonl --timeout 30 --dtype fp64",
-      kCorpus, steps, kSeed, kLearningRate, dir, dir);
+      "{}/metrics.jsonl --timeline {}/measured.json --timeout 30 --dtype fp64",
+      kCorpus, steps, kSeed, kLearningRate, dir, dir, dir);
 }
 
 std::map<std::string, torch::Tensor> checkpoint_weights(const std::string& dir) {
@@ -98,7 +99,27 @@ TrainedRun launch(const std::string& name, const std::string& model_yaml,
   const int code = run_command(kBinary + " launch --plan " + dir + "/plan.json" +
                                common_options(dir, steps) + extra + " > " + dir + "/log.txt 2>&1");
   EXPECT_EQ(code, 0) << slurp(dir + "/log.txt");
-  return {metric_losses(dir), checkpoint_weights(dir)};
+  return {metric_losses(dir), checkpoint_weights(dir), dir};
+}
+
+// Every process ran exactly the ops the simulator ran for its device group, in the same
+// order, the epilogue included: both engines execute plan::schedule_for's lists.
+void expect_ops_as_simulated(const TrainedRun& run) {
+  const auto load = [&](const std::string& name) {
+    return trace::timeline_from_json(nlohmann::json::parse(slurp(run.dir + "/" + name)), name);
+  };
+  const trace::Timeline measured = load("measured.json");
+  const trace::Timeline predicted = load("measured.predicted.json");
+  ASSERT_FALSE(measured.tracks.empty());
+  for (const auto& track : measured.tracks) {
+    const auto group = std::find_if(predicted.tracks.begin(), predicted.tracks.end(), [&](auto& t) {
+      return std::find(t.devices.begin(), t.devices.end(), track.devices.at(0)) != t.devices.end();
+    });
+    ASSERT_NE(group, predicted.tracks.end()) << track.name;
+    ASSERT_FALSE(track.ops.empty()) << track.name;
+    EXPECT_EQ(track.ops, group->ops) << track.name << " against " << group->name;
+    EXPECT_EQ(track.ops.back(), "OPT") << track.name;
+  }
 }
 
 // One process, the whole model, the same global batch in micro-batches of `micro_batch`
@@ -186,7 +207,9 @@ class MatchesOneProcess : public ::testing::TestWithParam<Case> {};
 
 TEST_P(MatchesOneProcess, LossesAndWeights) {
   const Case& c = GetParam();
-  expect_same(launch(c.name, kTinyGpt, c.plan), reference(kTinyGpt, c.global_batch, c.micro_batch));
+  const TrainedRun run = launch(c.name, kTinyGpt, c.plan);
+  expect_same(run, reference(kTinyGpt, c.global_batch, c.micro_batch));
+  expect_ops_as_simulated(run);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -286,6 +309,20 @@ INSTANTIATE_TEST_SUITE_P(
                               "stages": [{"layers": [0, 2], "devices": [3]},
                                          {"layers": [2, 6], "devices": [4, 5], "tp": 2}]}])",
                            8, 2},
+                      // Each chunk's all-reduce started right after its last weight
+                      // gradient, summed while the backward goes on: the same weights.
+                      Case{"overlapped-all-reduce-interleaved-dp-two",
+                           R"("overlap_allreduce": true, "micro_batch_size": 2, "micro_batches": 4,
+                "schedule": {"kind": "interleaved", "chunks": 2},
+                "stages": [{"layers": [0, 2], "devices": [0, 1]}, {"layers": [2, 3], "devices": [2, 3]},
+                           {"layers": [3, 5], "devices": [0, 1]}, {"layers": [5, 6], "devices": [2, 3]}])",
+                           8, 2},
+                      Case{"overlapped-all-reduce-zb-h1-dp-two-tp-two",
+                           R"("overlap_allreduce": true, "micro_batch_size": 4, "micro_batches": 2,
+                "schedule": "zb-h1",
+                "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2},
+                           {"layers": [4, 6], "devices": [4, 5], "tp": 2}])",
+                           8, 4},
                       Case{"tp-two-with-dp-two-zb-h1",
                            R"("micro_batch_size": 4, "micro_batches": 2, "schedule": "zb-h1",
                 "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2},
@@ -338,7 +375,7 @@ void expect_resumed_run_matches(const std::string& name, const std::string& firs
             0)
       << slurp(dir + "/log.txt");
   EXPECT_NE(slurp(dir + "/log.txt").find("resuming from"), std::string::npos);
-  expect_same({metric_losses(dir), checkpoint_weights(dir)}, reference(kTinyGpt, 6, 2, 4));
+  expect_same({metric_losses(dir), checkpoint_weights(dir), dir}, reference(kTinyGpt, 6, 2, 4));
 }
 
 // Two stages, then three cut elsewhere.

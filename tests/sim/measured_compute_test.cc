@@ -100,10 +100,11 @@ TEST(MeasuredCompute, MediansPerStageAcrossTheGroupsProcesses) {
                         {op("F", 1, 0.1), op("F", 1, 0.3), op("BW", 1, 0.5),
                          op("optimizer", -1, 0.02), op("optimizer", -1, 0.03)},
                         {},
+                        {},
                         {}});
-  run.tracks.push_back({"rank 3", {5}, {op("F", 1, 0.2), op("BW", 1, 0.7)}, {}, {}});
-  run.tracks.push_back({"stranger", {9}, {op("F", 1, 9.0)}, {}, {}});
-  run.tracks.push_back({"replica", {6}, {op("B", 0, 0.4), op("W", 0, 0.1)}, {}, {}});
+  run.tracks.push_back({"rank 3", {5}, {op("F", 1, 0.2), op("BW", 1, 0.7)}, {}, {}, {}});
+  run.tracks.push_back({"stranger", {9}, {op("F", 1, 9.0)}, {}, {}, {}});
+  run.tracks.push_back({"replica", {6}, {op("B", 0, 0.4), op("W", 0, 0.1)}, {}, {}, {}});
   const MeasuredComputes measured = measured_compute(plan, run);
   ASSERT_EQ(measured.size(), 2u);
   const MeasuredCompute& stage = measured.at({0, 1});

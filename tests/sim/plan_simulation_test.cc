@@ -99,6 +99,15 @@ class SeveralPipelines : public ::testing::Test {
     return costs.allreduce_time(costs.range_params(first, end, 1) * gradient_bytes_per_param, 2,
                                 cluster.link_between(0, 2));
   }
+  // The tied embedding (vocabulary × hidden) summed between a pipeline's two stages.
+  double tied_sum() const {
+    const auto& config = model.config();
+    return costs.allreduce_time(
+        static_cast<double>(config.vocab * config.hidden) * gradient_bytes_per_param, 2,
+        cluster.link_between(0, 1));
+  }
+  // The global norm and the loss (two doubles) summed over the four processes.
+  double global_norm() const { return costs.allreduce_time(16, 4, cluster.link_between(0, 1)); }
 };
 
 TEST_F(SeveralPipelines, IdenticalPipelinesAddTheGradientSumAfterBothAreReduced) {
@@ -113,12 +122,13 @@ TEST_F(SeveralPipelines, IdenticalPipelinesAddTheGradientSumAfterBothAreReduced)
   ASSERT_EQ(both.output.ranks.size(), 4u);
   EXPECT_EQ(both.first_rank, (std::vector<int>{0, 2}));
   EXPECT_EQ(both.devices, 4);
-  // Closed form: the sum starts when the later rank has reduced, then each rank
-  // sums its own layers and steps its optimizer.
+  // Closed form: the sum starts when the later rank has reduced, each rank sums its own
+  // layers; then the tied embedding between the stages, the global norm over all, and each
+  // rank steps its optimizer.
   const auto& ranks = one.output.ranks;
   const double barrier = std::max(ranks[0].reduced, ranks[1].reduced);
-  const double expected = std::max(barrier + sync(0, 13) + ranks[0].optimizer,
-                                   barrier + sync(13, 26) + ranks[1].optimizer);
+  const double expected = barrier + std::max(sync(0, 13), sync(13, 26)) + tied_sum() +
+                          global_norm() + std::max(ranks[0].optimizer, ranks[1].optimizer);
   EXPECT_NEAR(both.output.iteration_time, expected, 1e-12);
   EXPECT_DOUBLE_EQ(both.stages[0].replica_sync, sync(0, 13));
   EXPECT_DOUBLE_EQ(both.stages[3].replica_sync, sync(13, 26));
@@ -144,7 +154,7 @@ TEST_F(SeveralPipelines, TheSmallerShareWaitsForTheLargerAndItsIdleTimeCountsAsB
   EXPECT_LT(ranks[2].reduced, ranks[0].reduced);
   EXPECT_GT(ranks[2].replica_sync, result.stages[2].replica_sync);
   for (const auto& rank : ranks) {
-    EXPECT_NEAR(rank.busy + rank.comm_wait + rank.bubble + rank.allreduce + rank.replica_sync +
+    EXPECT_NEAR(rank.busy + rank.comm_wait + rank.bubble + rank.allreduce + rank.epilogue_sync() +
                     rank.optimizer,
                 result.output.iteration_time, 1e-9);
   }

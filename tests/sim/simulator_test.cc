@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <random>
 
+#include "hyperpipe/schedule/epilogue.h"
 #include "hyperpipe/schedule/generators.h"
 #include "hyperpipe/schedule/passes.h"
 
@@ -16,10 +17,11 @@ using schedule::OpKind;
 using schedule::Schedule;
 using schedule::ScheduleKind;
 
+// The schedule with its communication and epilogue, as plan::schedule_for builds it.
 SimInput make_input(const Schedule& compute_only, std::vector<StageCost> stages,
-                    TransferCost transfer = {}) {
+                    TransferCost transfer = {}, const schedule::EpilogueOptions& epilogue = {}) {
   SimInput input;
-  input.schedule = schedule::insert_communication(compute_only);
+  input.schedule = schedule::add_epilogue(schedule::insert_communication(compute_only), epilogue);
   input.stages = std::move(stages);
   const size_t cuts = input.stages.size() - 1;
   input.activations.assign(cuts, transfer);
@@ -253,24 +255,66 @@ TEST(Simulator, GradientAllReduceThenOptimizer) {
   costs[1].allreduce = 2.0;
   SimInput input = make_input(schedule::one_f_one_b(2, 2), costs);
   const SimOutput out = simulate(input);
-  // Compute ends at (m + S − 1)·3 = 9 on rank 0 and at 7 on rank 1 (its last BW).
+  // Compute ends at (m + S − 1)·3 = 9 on rank 0 and at 7 on rank 1 (its last BW); the
+  // all-reduces end at 9.5 and 9; the global norm (free here) waits for both: 9.5.
   EXPECT_DOUBLE_EQ(out.ranks[0].end, 9 + 0.5 + 0.25);
-  EXPECT_DOUBLE_EQ(out.ranks[1].end, 7 + 2.0);
+  EXPECT_DOUBLE_EQ(out.ranks[1].end, 9.5);
   EXPECT_DOUBLE_EQ(out.iteration_time, 9.75);
   EXPECT_DOUBLE_EQ(out.ranks[1].allreduce, 2.0);
+  EXPECT_DOUBLE_EQ(out.ranks[1].bubble, 9.75 - 6 - 2.0);  // waits at the norm for rank 0
 }
 
 TEST(Simulator, OverlappedAllReduceHidesBehindLaterChunks) {
   const Schedule s = schedule::interleaved_1f1b(2, 4, 2);
   std::vector<StageCost> costs(4, stage(1, 2));
   for (auto& c : costs) c.allreduce = 1.0;
-  SimInput input = make_input(s, costs);
-  const double plain = simulate(input).iteration_time;
-  input.overlap_allreduce = true;
-  const SimOutput overlapped = simulate(input);
+  const double plain = simulate(make_input(s, costs)).iteration_time;
+  const SimOutput overlapped = simulate(make_input(s, costs, {}, {.overlap_allreduce = true}));
   EXPECT_LT(overlapped.iteration_time, plain);
   // At least one chunk's all-reduce is fully hidden: less than 2 exposed on rank 0.
   EXPECT_LT(overlapped.ranks[0].allreduce, 2.0);
+}
+
+TEST(Simulator, OverlapHidesABucketBehindTheBackwardLeftClosedForm) {
+  // One device group, two chunks: chunk 1 (the later layers) finishes its backwards first,
+  // and its bucket (1.5 s) runs beside chunk 0's last backwards (at least one, 2 s).
+  const Schedule s = schedule::interleaved_1f1b(1, 2, 2);
+  std::vector<StageCost> costs(2, stage(1, 2));
+  costs[0].allreduce = 3.0;
+  costs[1].allreduce = 1.5;
+  const auto& ops = s.ops[0];
+  const auto last_of_chunk_1 = std::find_if(ops.rbegin(), ops.rend(), [](const Op& op) {
+    return op.chunk == 1 && op.kind == OpKind::backward;
+  });
+  ASSERT_GE(std::count_if(ops.rbegin(), last_of_chunk_1,
+                          [](const Op& op) { return op.kind == OpKind::backward; }),
+            1);
+  // Without overlap: 2 micro-batches × 2 chunks × (1 + 2) of compute, then both buckets.
+  const double plain = simulate(make_input(s, costs)).iteration_time;
+  EXPECT_DOUBLE_EQ(plain, 12 + 1.5 + 3.0);
+  // With it: the plain iteration less the hidden bucket.
+  const SimOutput overlapped = simulate(make_input(s, costs, {}, {.overlap_allreduce = true}));
+  EXPECT_DOUBLE_EQ(overlapped.iteration_time, plain - 1.5);
+  EXPECT_DOUBLE_EQ(overlapped.ranks[0].allreduce, 3.0);  // only chunk 0's is exposed
+}
+
+TEST(Simulator, TheTiedEmbeddingSumWaitsForBothEnds) {
+  // Rank 1 ends its compute at 7 and rank 0 at 9 (as above); the tied sum (0.5) starts
+  // when both are there, then the norm (0.25) over both, then the steps.
+  std::vector<StageCost> costs(2, stage(1, 2));
+  SimInput input = make_input(schedule::one_f_one_b(2, 2), costs, {}, {.tied_embeddings = true});
+  input.tied_embedding = 0.5;
+  input.global_norm = 0.25;
+  const SimOutput out = simulate(input);
+  EXPECT_DOUBLE_EQ(out.iteration_time, 9 + 0.5 + 0.25);
+  for (const auto& track : out.timeline.tracks) {
+    const auto tied = std::find_if(track.communication.begin(), track.communication.end(),
+                                   [](const auto& i) { return i.op == "tied embedding"; });
+    ASSERT_NE(tied, track.communication.end());
+    EXPECT_DOUBLE_EQ(tied->start, 9);
+    EXPECT_EQ(track.ops.back(), "OPT");
+  }
+  EXPECT_DOUBLE_EQ(out.ranks[1].tied_embedding, 0.5);
 }
 
 TEST(Simulator, MemoryFollowsTheMicroBatchesInFlight) {

@@ -11,11 +11,11 @@ namespace {
 Timeline two_tracks() {
   Timeline timeline;
   timeline.title = "test <plan> & co";
-  Track a{"stage 0", {0}, {}, {}, {}};
+  Track a{"stage 0", {0}, {}, {}, {}, {}};
   a.compute = {{"F", 0, 0, 0, 0.0, 0.001}, {"BW", 0, 0, 0, 0.002, 0.004}};
   a.communication = {{"send F", 0, 0, 0, 0.001, 0.0015}};
   a.memory = {{0.0, 100.0}, {0.0, 200.0}, {0.004, 100.0}};
-  Track b{"stage 1", {1}, {}, {}, {}};
+  Track b{"stage 1", {1}, {}, {}, {}, {}};
   b.compute = {{"F", 1, 0, 0, 0.0015, 0.0025},
                {"BW", 1, 0, 0, 0.0025, 0.0045},
                {"optimizer", -1, -1, 0, 0.0045, 0.005}};

@@ -27,11 +27,12 @@ struct SimulateArgs {
 };
 
 void run_simulate(const SimulateArgs& args, std::ostream& out) {
-  const auto [plan, model, cluster] = plan::load_checked_plan(args.plan, args.cluster);
+  auto [plan, model, cluster] = plan::load_checked_plan(args.plan, args.cluster);
+  if (args.overlap_allreduce) plan.overlap_allreduce = true;
   std::optional<cost::ProfileDb> profiles;
   if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
   const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
-  sim::PlanSimulation simulation = sim::simulate_plan(costs, plan, {args.overlap_allreduce});
+  sim::PlanSimulation simulation = sim::simulate_plan(costs, plan);
 
   const int64_t seq = plan.seq_len > 0 ? plan.seq_len : model.config().seq_len;
   simulation.output.timeline.title =
@@ -65,7 +66,8 @@ void add_simulate_command(CLI::App& app, std::ostream& out) {
   command->add_option("--trace", args->trace, "Write a Chrome/Perfetto trace (JSON) here");
   command->add_option("--svg", args->svg, "Write an SVG Gantt chart here");
   command->add_flag("--overlap-allreduce", args->overlap_allreduce,
-                    "Start each chunk's gradient all-reduce as soon as its gradients are ready");
+                    "Start each chunk's gradient all-reduce as soon as its gradients are ready "
+                    "(the plan's overlap_allreduce)");
   add_format_option(*command, args->format);
   command->footer(
       "Examples:\n"

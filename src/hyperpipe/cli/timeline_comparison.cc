@@ -6,6 +6,7 @@
 
 #include "hyperpipe/cli/table.h"
 #include "hyperpipe/common/quantity.h"
+#include "hyperpipe/schedule/op.h"
 
 namespace hyperpipe::cli {
 
@@ -13,21 +14,38 @@ using nlohmann::json;
 
 namespace {
 
-// What one track did: compute (F, B, W, BW, optimizer), the gradient sums, and when it
-// ended.
+// What one track did: compute (F, B, W, BW, optimizer), the epilogue's gradient sums
+// (each chunk's all-reduce, across pipelines, the tied embedding, the global norm: both
+// engines put them on the communication track by the same names), and when it ended.
 struct TrackFigures {
   double compute = 0;
-  double sync = 0;  // the "allreduce" op (part of the idle time: a sum waits on the others)
+  double sync = 0;  // the sums (an all-reduce may overlap compute; the rest waits on others)
+  double tied = 0;  // of them, the tied embedding's
   double end = 0;
 };
+
+bool is_sum(const std::string& op) {
+  using schedule::OpKind, schedule::timeline_label;
+  for (const OpKind kind :
+       {OpKind::all_reduce, OpKind::sync_replicas, OpKind::tied_embedding, OpKind::global_norm}) {
+    if (op == timeline_label(kind)) return true;
+  }
+  return false;
+}
 
 TrackFigures figures(const trace::Track& track) {
   TrackFigures f;
   for (const auto& i : track.compute) {
-    (i.op == "allreduce" ? f.sync : f.compute) += i.end - i.start;
+    f.compute += i.end - i.start;
     f.end = std::max(f.end, i.end);
   }
-  for (const auto& i : track.communication) f.end = std::max(f.end, i.end);
+  for (const auto& i : track.communication) {
+    if (is_sum(i.op)) f.sync += i.end - i.start;
+    if (i.op == schedule::timeline_label(schedule::OpKind::tied_embedding)) {
+      f.tied += i.end - i.start;
+    }
+    f.end = std::max(f.end, i.end);
+  }
   return f;
 }
 
@@ -62,6 +80,8 @@ json compare_timelines(const trace::Timeline& predicted, const trace::Timeline& 
                       {"compute_error", m.compute > 0 ? p.compute / m.compute - 1 : 0.0},
                       {"predicted_sync_s", p.sync},
                       {"measured_sync_s", m.sync},
+                      {"predicted_tied_embedding_s", p.tied},
+                      {"measured_tied_embedding_s", m.tied},
                       {"predicted_idle_s", predicted.end_time() - p.compute},
                       {"measured_idle_s", measured.end_time() - m.compute}});
   }
@@ -78,17 +98,37 @@ json compare_timelines(const trace::Timeline& predicted, const trace::Timeline& 
 
 void print_comparison(const json& report, std::ostream& out) {
   // Idle is the iteration less compute: the bubble, waits for transfers and the gradient
-  // sums, which are shown on their own too (a sum also waits for the slowest member).
-  Table table({"Device group", ">Compute predicted", ">measured", ">error", ">Idle predicted",
-               ">measured", ">of it sums, predicted", ">measured"});
+  // sums, which are shown on their own too (a sum also waits for the slowest member); the
+  // tied embedding's sum apart where a group has one.
+  bool tied = false;
   for (const auto& g : report["groups"]) {
-    table.add_row({g["name"], format_duration(g["predicted_compute_s"].get<double>()),
-                   format_duration(g["measured_compute_s"].get<double>()),
-                   fmt::format("{:+.1f}%", 100 * g["compute_error"].get<double>()),
-                   format_duration(g["predicted_idle_s"].get<double>()),
-                   format_duration(g["measured_idle_s"].get<double>()),
-                   format_duration(g["predicted_sync_s"].get<double>()),
-                   format_duration(g["measured_sync_s"].get<double>())});
+    tied = tied || g.value("predicted_tied_embedding_s", 0.0) > 0 ||
+           g.value("measured_tied_embedding_s", 0.0) > 0;
+  }
+  std::vector<std::string> header{"Device group",    ">Compute predicted", ">measured",
+                                  ">error",          ">Idle predicted",    ">measured",
+                                  ">Sums predicted", ">measured"};
+  if (tied) {
+    header.insert(header.end(), {">of them tied embedding, predicted", ">measured"});
+  }
+  Table table(header);
+  const auto duration = [](const json& group, const char* key) {
+    return format_duration(group.value(key, 0.0));
+  };
+  for (const auto& g : report["groups"]) {
+    std::vector<std::string> row{g["name"],
+                                 duration(g, "predicted_compute_s"),
+                                 duration(g, "measured_compute_s"),
+                                 fmt::format("{:+.1f}%", 100 * g["compute_error"].get<double>()),
+                                 duration(g, "predicted_idle_s"),
+                                 duration(g, "measured_idle_s"),
+                                 duration(g, "predicted_sync_s"),
+                                 duration(g, "measured_sync_s")};
+    if (tied) {
+      row.push_back(duration(g, "predicted_tied_embedding_s"));
+      row.push_back(duration(g, "measured_tied_embedding_s"));
+    }
+    table.add_row(row);
   }
   table.print(out, "  ");
   out << fmt::format("\n  Iteration: predicted {}, measured {}, error {:+.1f}%\n",

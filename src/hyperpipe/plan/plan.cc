@@ -140,8 +140,8 @@ void read_pipeline(const YamlField& root, Pipeline& plan) {
 
 Plan read_plan(const YamlField& root) {
   if (!root.is_map()) root.fail("a plan: an object with \"format\", \"model\", \"stages\"…");
-  std::vector<std::string> fields{"format",  "name",     "model",    "cluster",
-                                  "seq_len", "replicas", "predicted"};
+  std::vector<std::string> fields{"format",  "name",     "model",     "cluster",
+                                  "seq_len", "replicas", "predicted", "overlap_allreduce"};
   fields.insert(fields.end(), kPipelineFields.begin(), kPipelineFields.end());
   root.allow_only(fields);
   const YamlField format = root.required("format");
@@ -150,6 +150,8 @@ Plan read_plan(const YamlField& root) {
   plan.model = root.required("model").as_string();
   plan.cluster = root.required("cluster").as_string();
   if (auto seq = root.optional("seq_len")) plan.seq_len = seq->as_positive_int();
+  if (auto overlap = root.optional("overlap_allreduce"))
+    plan.overlap_allreduce = overlap->as_bool();
   read_pipeline(root, plan);
   if (auto replicas = root.optional("replicas")) {
     for (const auto& entry : replicas->items()) {

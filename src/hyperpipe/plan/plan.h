@@ -49,6 +49,9 @@ struct Plan : Pipeline {
   std::string model;    // catalogue name or file path (relative to the plan file)
   std::string cluster;  // built-in cluster name or file path (relative to the plan file)
   int64_t seq_len = 0;  // 0: the model's
+  // Each chunk's gradient all-reduce starts as soon as its last weight gradient is done,
+  // beside the backward work left (schedule/epilogue.h), instead of after the last op.
+  bool overlap_allreduce = false;
   std::vector<Pipeline> replicas;
 
   int pipeline_count() const { return 1 + static_cast<int>(replicas.size()); }

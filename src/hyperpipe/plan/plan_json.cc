@@ -26,6 +26,7 @@ void add_pipeline(const Pipeline& plan, nlohmann::json& doc) {
 nlohmann::json to_json(const Plan& plan) {
   nlohmann::json doc{{"format", kPlanFormat}, {"model", plan.model}, {"cluster", plan.cluster}};
   if (plan.seq_len > 0) doc["seq_len"] = plan.seq_len;
+  if (plan.overlap_allreduce) doc["overlap_allreduce"] = true;
   add_pipeline(plan, doc);
   if (!plan.replicas.empty()) {
     nlohmann::json replicas = nlohmann::json::array();

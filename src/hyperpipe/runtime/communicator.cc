@@ -175,6 +175,22 @@ class C10dCommunicator final : public Communicator {
     pending->wait();
   }
 
+  std::unique_ptr<Pending> start_all_reduce_sum(torch::Tensor buffer,
+                                                const std::vector<int>& ranks) override {
+    if (ranks.size() <= 1) {
+      return std::make_unique<C10dPending>(c10::intrusive_ptr<c10d::Work>(), buffer, wait_limit(),
+                                           std::string());
+    }
+    const auto description =
+        fmt::format("rank {}: summing over ranks {} (did one of them die?)", rank_, join(ranks));
+    return start(description, buffer, [&] {
+      c10d::AllreduceOptions options;
+      options.reduceOp = c10d::ReduceOp::SUM;
+      std::vector<torch::Tensor> tensors{buffer};
+      return group(ranks)->allreduce(tensors, options);
+    });
+  }
+
   void all_gather(const torch::Tensor& mine, std::vector<torch::Tensor>& parts,
                   const std::vector<int>& ranks) override {
     if (ranks.size() <= 1) {

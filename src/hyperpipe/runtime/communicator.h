@@ -40,6 +40,10 @@ class Communicator {
   // the same list, in the same order as its other collectives on that list.
   virtual void all_reduce_sum(std::vector<torch::Tensor>& tensors,
                               const std::vector<int>& ranks) = 0;
+  // The same, started: `buffer` is summed in place once the returned transfer is waited
+  // for (it keeps the buffer alive), so the caller computes meanwhile.
+  virtual std::unique_ptr<Pending> start_all_reduce_sum(torch::Tensor buffer,
+                                                        const std::vector<int>& ranks) = 0;
   // parts[i] becomes the `mine` of ranks[i] (sorted, including this one; every member's
   // of the same shape); collective like all_reduce_sum.
   virtual void all_gather(const torch::Tensor& mine, std::vector<torch::Tensor>& parts,

@@ -8,11 +8,11 @@
 #include <thread>
 
 #include "hyperpipe/common/log.h"
+#include "hyperpipe/plan/plan_schedule.h"
 #include "hyperpipe/runtime/deferred_weight_grads.h"
 #include "hyperpipe/runtime/stand_in_clock.h"
 #include "hyperpipe/runtime/timing.h"
-#include "hyperpipe/schedule/generators.h"
-#include "hyperpipe/schedule/passes.h"
+#include "hyperpipe/schedule/epilogue.h"
 
 namespace hyperpipe::runtime {
 
@@ -34,6 +34,17 @@ struct Executor::Slot {
   std::vector<torch::Tensor> backward_gathers;
   bool forward_posted = false;
   bool backward_posted = false;
+};
+
+// A chunk's bucket on its way: its gradients flattened into one buffer, summed over the
+// group's data-parallel ranks while the schedule goes on.
+struct Executor::StartedAllReduce {
+  std::unique_ptr<Pending> pending;
+  torch::Tensor buffer;
+  std::vector<torch::Tensor> gradients;
+  int stage = 0;
+  int chunk = 0;
+  double start = 0;
 };
 
 namespace {
@@ -58,8 +69,7 @@ Executor::Executor(const model::Model& model, const plan::Plan& plan, const Rank
       mine_(shard(pipeline_.micro_batch_size, role_.dp, role_.dp_index)) {
   for (int p = 0; p < role_.pipeline; ++p) first_sample_ += plan.pipeline(p).samples();
   const auto& pipeline = pipeline_;
-  schedule_ = schedule::insert_communication(schedule::make_schedule(
-      pipeline.schedule, groups_, pipeline.micro_batches, pipeline.chunks, pipeline.warmup));
+  schedule_ = plan::schedule_for(plan, role_.pipeline, model.config().tied_embeddings);
   // Under tensor parallelism each chunk holds this rank's shard of its layers; the
   // shards of the group's data-parallel rank sum their partial results.
   TensorShard shard{role_.tp, role_.tp_index, nullptr};
@@ -157,7 +167,30 @@ void Executor::post_receive(const Op& op) {
   }
 }
 
-void Executor::send(const Op& op, std::vector<std::unique_ptr<Pending>>& sends) {
+const std::vector<Executor::Handler>& Executor::handlers() {
+  static const std::vector<Handler> table = [] {
+    std::vector<Handler> t(static_cast<size_t>(OpKind::optimizer_step) + 1, nullptr);
+    const auto set = [&](OpKind kind, Handler handler) { t[static_cast<size_t>(kind)] = handler; };
+    for (OpKind kind :
+         {OpKind::forward, OpKind::backward_input, OpKind::backward_weight, OpKind::backward}) {
+      set(kind, &Executor::compute);
+    }
+    set(OpKind::send_forward, &Executor::send);
+    set(OpKind::send_backward, &Executor::send);
+    set(OpKind::recv_forward, &Executor::post_receive);
+    set(OpKind::recv_backward, &Executor::post_receive);
+    set(OpKind::all_reduce, &Executor::all_reduce);
+    set(OpKind::sync_replicas, &Executor::sync_replicas);
+    set(OpKind::tied_embedding, &Executor::tied_embedding);
+    set(OpKind::global_norm, &Executor::global_norm);
+    set(OpKind::optimizer_step, &Executor::optimizer_step);
+    return t;
+  }();
+  return table;
+}
+
+void Executor::send(const Op& op) {
+  auto& sends = sends_;
   Slot& s = slot(op.chunk, op.micro_batch);
   const int stage = stage_of(op.chunk);
   if (op.kind == OpKind::send_forward) {
@@ -242,7 +275,15 @@ void Executor::timed(trace::Interval interval, const Work& work, bool stretch) {
   track_.compute.push_back(std::move(interval));
 }
 
-void Executor::compute(const Op& op, int64_t step) {
+void Executor::compute(const Op& op) {
+  const int64_t step = step_;
+  // Receives up to the next compute op go out first, so they arrive while this runs.
+  const auto& ops = schedule_.ops[role_.group];
+  for (size_t j = op_index_ + 1; j < ops.size() && !schedule::is_compute(ops[j].kind); ++j) {
+    if (ops[j].kind == OpKind::recv_forward || ops[j].kind == OpKind::recv_backward) {
+      post_receive(ops[j]);
+    }
+  }
   Slot& s = slot(op.chunk, op.micro_batch);
   const int stage = stage_of(op.chunk);
   StageModule& module = *chunks_[op.chunk];
@@ -303,15 +344,95 @@ std::vector<torch::Tensor> Executor::parameters() const {
   return all;
 }
 
-void Executor::reduce_gradients() {
-  auto params = parameters();
-  for (auto& p : params) {
+void Executor::all_reduce(const Op& op) {
+  // The bucket of this chunk's gradients (zeros for a parameter no op touched).
+  StartedAllReduce started;
+  started.stage = stage_of(op.chunk);
+  started.chunk = op.chunk;
+  started.start = seconds_since(start_);
+  for (auto& p : chunks_[op.chunk]->parameters()) {
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    started.gradients.push_back(p.grad());
   }
   if (role_.dp == 1) return;
-  std::vector<torch::Tensor> grads;
-  for (const auto& p : params) grads.push_back(p.grad());
-  sum_over(grads, layout_.dp_ranks(role_.pipeline, role_.group, role_.tp_index), 1.0);
+  std::vector<torch::Tensor> flat;
+  for (const auto& g : started.gradients) flat.push_back(g.reshape({-1}));
+  started.buffer = torch::cat(flat);
+  started.pending = communicator_.start_all_reduce_sum(
+      started.buffer, layout_.dp_ranks(role_.pipeline, role_.group, role_.tp_index));
+  all_reduces_.push_back(std::move(started));
+}
+
+void Executor::finish_backward_work() {
+  wait_all(sends_, "wait sends", -1);
+  for (auto& started : all_reduces_) {
+    started.pending->wait();
+    int64_t offset = 0;
+    for (auto& g : started.gradients) {
+      g.copy_(started.buffer.narrow(0, offset, g.numel()).view_as(g));
+      offset += g.numel();
+    }
+    track_.communication.push_back({std::string(schedule::timeline_label(OpKind::all_reduce)),
+                                    started.stage, -1, started.chunk, started.start,
+                                    seconds_since(start_)});
+  }
+  all_reduces_.clear();
+}
+
+template <typename Work>
+void Executor::collective(const Op& op, const Work& work) {
+  finish_backward_work();
+  const double begin = seconds_since(start_);
+  work();
+  track_.communication.push_back(
+      {std::string(schedule::timeline_label(op.kind)), -1, -1, 0, begin, seconds_since(start_)});
+}
+
+void Executor::sync_replicas(const Op& op) {
+  collective(op, [&] { sum_across_pipelines(); });
+}
+
+void Executor::tied_embedding(const Op& op) {
+  collective(op, [&] { sum_tied_embedding(); });
+}
+
+void Executor::global_norm(const Op& op) {
+  finish_backward_work();
+  // Each rank adds its share (÷ its dp and the pipelines, as every dp rank of every
+  // pipeline holds the same sums; what every tensor-parallel shard holds whole also ÷ tp)
+  // with the head's tied copy left out, and the loss of its samples (÷ tp: every shard
+  // computed it). Computing it is part of the optimizer's work (its profile includes it).
+  double squares = 0;
+  timed({std::string(schedule::timeline_label(OpKind::optimizer_step)), -1, -1, 0, 0, 0}, [&] {
+    for (const auto& chunk : chunks_) {
+      const auto tied = chunk->tied_head_tokens();
+      std::vector<torch::Tensor> split, whole;
+      for (const auto& p : chunk->named_parameters()) {
+        if (tied.defined() && p.value().is_same(tied)) continue;
+        (chunk->split(p.key()) ? split : whole).push_back(p.value());
+      }
+      squares += gradient_squares(split) + gradient_squares(whole) / role_.tp;
+    }
+  });
+  std::vector<torch::Tensor> totals{
+      torch::tensor({squares / role_.dp / plan_.pipeline_count(), loss_sum_ / role_.tp},
+                    torch::kDouble)
+          .to(options_.device)};
+  collective(op, [&] {
+    std::vector<int> all(communicator_.world_size());
+    std::iota(all.begin(), all.end(), 0);
+    communicator_.all_reduce_sum(totals, all);
+  });
+  const auto sums = totals[0].cpu();
+  result_.grad_norm = std::sqrt(sums[0].item<double>());
+  result_.loss = sums[1].item<double>();
+}
+
+void Executor::optimizer_step(const Op& op) {
+  finish_backward_work();
+  const double factor = clip_factor(result_.grad_norm, options_.optimizer.clip_norm);
+  timed({std::string(schedule::timeline_label(op.kind)), -1, -1, 0, 0, 0},
+        [&] { clipped_step(*optimizer_, parameters(), factor); });
 }
 
 void Executor::sum_tied_embedding() {
@@ -436,74 +557,22 @@ void Executor::sum_over(std::vector<torch::Tensor>& tensors, std::vector<int> ra
 StepResult Executor::step(int64_t step) {
   start_ = std::chrono::steady_clock::now();
   track_ = trace::Track();
+  result_ = StepResult();
   loss_sum_ = 0;
+  step_ = step;
   for (auto& s : slots_) s = Slot();
   for (auto& p : parameters()) p.mutable_grad() = torch::Tensor();
 
   const auto& ops = schedule_.ops[role_.group];
-  std::vector<std::unique_ptr<Pending>> sends;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const Op& op = ops[i];
-    if (op.kind == OpKind::recv_forward || op.kind == OpKind::recv_backward) {
-      post_receive(op);
-    } else if (op.kind == OpKind::send_forward || op.kind == OpKind::send_backward) {
-      send(op, sends);
-    } else {
-      // Receives up to the next compute op go out first, so they arrive while this runs.
-      for (size_t j = i + 1; j < ops.size(); ++j) {
-        if (ops[j].kind == OpKind::recv_forward || ops[j].kind == OpKind::recv_backward) {
-          post_receive(ops[j]);
-        }
-        if (schedule::is_compute(ops[j].kind)) break;
-      }
-      compute(op, step);
-    }
+  for (op_index_ = 0; op_index_ < ops.size(); ++op_index_) {
+    const Op& op = ops[op_index_];
+    (this->*handlers()[static_cast<size_t>(op.kind)])(op);
+    track_.ops.push_back(schedule::to_string(op, /*show_chunk=*/true));
   }
-  wait_all(sends, "wait sends", -1);
-
-  timed(
-      {"allreduce", -1, -1, 0, 0, 0},
-      [&] {
-        reduce_gradients();
-        sum_across_pipelines();
-        sum_tied_embedding();
-      },
-      /*stretch=*/false);
-  // Global norm: each rank adds its share (÷ its dp and the pipelines, as every dp rank of
-  // every pipeline holds the same sums; what every tensor-parallel shard holds whole also
-  // ÷ tp) with the head's tied copy left out, and the loss of its samples (÷ tp: every
-  // shard computed it).
-  // Computing it is part of the optimizer's work (its profile includes it).
-  double squares = 0;
-  timed({"optimizer", -1, -1, 0, 0, 0}, [&] {
-    for (const auto& chunk : chunks_) {
-      const auto tied = chunk->tied_head_tokens();
-      std::vector<torch::Tensor> split, whole;
-      for (const auto& p : chunk->named_parameters()) {
-        if (tied.defined() && p.value().is_same(tied)) continue;
-        (chunk->split(p.key()) ? split : whole).push_back(p.value());
-      }
-      squares += gradient_squares(split) + gradient_squares(whole) / role_.tp;
-    }
-  });
-  std::vector<torch::Tensor> totals{
-      torch::tensor({squares / role_.dp / plan_.pipeline_count(), loss_sum_ / role_.tp},
-                    torch::kDouble)
-          .to(options_.device)};
-  communicator_.all_reduce_sum(totals, [&] {
-    std::vector<int> all(communicator_.world_size());
-    std::iota(all.begin(), all.end(), 0);
-    return all;
-  }());
-  const auto sums = totals[0].cpu();
-  StepResult result;
-  result.grad_norm = std::sqrt(sums[0].item<double>());
-  result.loss = sums[1].item<double>();
-  const double factor = clip_factor(result.grad_norm, options_.optimizer.clip_norm);
-  timed({"optimizer", -1, -1, 0, 0, 0}, [&] { clipped_step(*optimizer_, parameters(), factor); });
-  result.seconds = seconds_since(start_);
-  result.track = std::move(track_);
-  return result;
+  finish_backward_work();  // a schedule without an epilogue ends here
+  result_.seconds = seconds_since(start_);
+  result_.track = std::move(track_);
+  return std::move(result_);
 }
 
 }  // namespace hyperpipe::runtime

@@ -1,10 +1,12 @@
 // One process's part of a training iteration: it walks its device group's op list from
-// the schedule part (the same lists the simulator runs) with real tensors: forward,
-// backward (input and weight apart, or together), and the sends and receives between
-// stages, re-sharding micro-batches where neighbouring groups have different dp, each
-// tensor-parallel shard of a group running its share of every op. Then the
-// gradient sum inside the group, across the plan's pipelines where it has several, the
-// tied embedding's sum, clipping by the global norm and AdamW.
+// plan::schedule_for (the very lists the simulator runs), one handler per op kind, with
+// real tensors: forward, backward (input and weight apart, or together), and the sends and
+// receives between stages, re-sharding micro-batches where neighbouring groups have
+// different dp, each tensor-parallel shard of a group running its share of every op. Then
+// the epilogue's ops: each chunk's gradient all-reduce inside the group (started, and
+// waited for at the next collective, so an overlapped one runs beside the backward), the
+// sum across the plan's pipelines where it has several, the tied embedding's sum, the
+// global norm for clipping, and AdamW.
 #pragma once
 
 #include <torch/torch.h>
@@ -38,7 +40,7 @@ struct StepResult {
   double loss = 0;       // mean cross-entropy over the global batch (every rank)
   double grad_norm = 0;  // before clipping (every rank)
   double seconds = 0;    // this process's iteration
-  trace::Track track;    // what this process did, times from the iteration's start
+  trace::Track track;    // what this process did (its ops in order), times from the start
 };
 
 class Executor {
@@ -75,15 +77,28 @@ class Executor {
   int group_of(int stage) const { return stage % groups_; }
   int tag(int stage, int direction, int micro_batch) const;
 
+  // One handler per op kind (handlers() in executor.cc), as the simulator has.
+  using Handler = void (Executor::*)(const schedule::Op& op);
+  static const std::vector<Handler>& handlers();
   void post_receive(const schedule::Op& op);
-  void send(const schedule::Op& op, std::vector<std::unique_ptr<Pending>>& sends);
-  void compute(const schedule::Op& op, int64_t step);
+  void send(const schedule::Op& op);
+  void compute(const schedule::Op& op);
+  // The epilogue.
+  void all_reduce(const schedule::Op& op);
+  void sync_replicas(const schedule::Op& op);
+  void tied_embedding(const schedule::Op& op);
+  void global_norm(const schedule::Op& op);
+  void optimizer_step(const schedule::Op& op);
+  // Before an epilogue collective: every send done, every started all-reduce summed.
+  void finish_backward_work();
+  // Runs a collective and records it on the communication track as `op`'s.
+  template <typename Work>
+  void collective(const schedule::Op& op, const Work& work);
   torch::Tensor batch_tokens(int64_t step, int micro_batch, bool targets) const;
   // Then, for scattered receives, gathers the other shards' parts of `gathers`.
   void wait_all(std::vector<std::unique_ptr<Pending>>& pending, const char* what, int micro_batch,
                 std::vector<torch::Tensor>* gathers = nullptr);
   std::vector<torch::Tensor> parameters() const;
-  void reduce_gradients();
   void sum_tied_embedding();
   void sum_across_pipelines();
   // Sums `tensors` × scale over `ranks` in place (one all-reduce of one flat buffer).
@@ -111,6 +126,13 @@ class Executor {
   std::vector<std::shared_ptr<StageModule>> chunks_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::vector<Slot> slots_;
+  // The step being run, its position in the op list, and what it has left in flight.
+  int64_t step_ = 0;
+  size_t op_index_ = 0;
+  std::vector<std::unique_ptr<Pending>> sends_;
+  struct StartedAllReduce;
+  std::vector<StartedAllReduce> all_reduces_;
+  StepResult result_;
   double loss_sum_ = 0;
   std::chrono::steady_clock::time_point start_;
   trace::Track track_;

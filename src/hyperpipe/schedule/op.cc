@@ -22,12 +22,49 @@ std::string_view letter(OpKind kind) {
       return "SB";
     case OpKind::recv_backward:
       return "RB";
+    case OpKind::all_reduce:
+      return "AR";
+    case OpKind::sync_replicas:
+      return "RS";
+    case OpKind::tied_embedding:
+      return "TE";
+    case OpKind::global_norm:
+      return "GN";
+    case OpKind::optimizer_step:
+      return "OPT";
   }
   return "?";
 }
 
+std::string_view timeline_label(OpKind kind) {
+  switch (kind) {
+    case OpKind::all_reduce:
+      return "allreduce";
+    case OpKind::sync_replicas:
+      return "replica sync";
+    case OpKind::tied_embedding:
+      return "tied embedding";
+    case OpKind::global_norm:
+      return "global norm";
+    case OpKind::optimizer_step:
+      return "optimizer";
+    default:
+      return letter(kind);
+  }
+}
+
 bool is_compute(OpKind kind) {
-  return !is_communication(kind);
+  return kind == OpKind::forward || kind == OpKind::backward_input ||
+         kind == OpKind::backward_weight || kind == OpKind::backward;
+}
+
+bool is_epilogue(OpKind kind) {
+  return !is_compute(kind) && !is_communication(kind);
+}
+
+bool is_group_collective(OpKind kind) {
+  return kind == OpKind::sync_replicas || kind == OpKind::tied_embedding ||
+         kind == OpKind::global_norm;
 }
 
 bool is_communication(OpKind kind) {
@@ -40,6 +77,11 @@ bool is_backward(OpKind kind) {
 }
 
 std::string to_string(const Op& op, bool show_chunk) {
+  if (is_epilogue(op.kind)) {
+    std::string text(letter(op.kind));
+    if (op.kind == OpKind::all_reduce && show_chunk) text += fmt::format(".{}", op.chunk);
+    return text;
+  }
   std::string text = fmt::format("{}{}", letter(op.kind), op.micro_batch);
   if (show_chunk) text += fmt::format(".{}", op.chunk);
   if (op.kind == OpKind::send_forward || op.kind == OpKind::send_backward) {

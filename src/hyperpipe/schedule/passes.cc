@@ -6,6 +6,8 @@
 #include <map>
 #include <tuple>
 
+#include "hyperpipe/schedule/epilogue.h"
+
 namespace hyperpipe::schedule {
 namespace {
 
@@ -72,6 +74,12 @@ std::string blocker(const Schedule& s, const Progress& p, int rank, const Op& op
     case OpKind::recv_forward:
     case OpKind::recv_backward:
       return "";  // handled with the message queue
+    case OpKind::all_reduce:
+    case OpKind::sync_replicas:
+    case OpKind::tied_embedding:
+    case OpKind::global_norm:
+    case OpKind::optimizer_step:
+      return "";  // the epilogue: ordered by check_epilogue, collectives in validate
   }
   return "";
 }
@@ -82,6 +90,7 @@ std::optional<std::string> check_ops_complete(const Schedule& s) {
   for (int rank = 0; rank < s.ranks; ++rank) {
     std::map<std::tuple<int, int, OpKind>, int> count;
     for (const Op& op : s.ops[rank]) {
+      if (is_epilogue(op.kind)) continue;  // check_epilogue's
       if (op.micro_batch < 0 || op.micro_batch >= s.micro_batches || op.chunk < 0 ||
           op.chunk >= s.chunks) {
         return fmt::format("rank {}: {} is outside {} micro-batches and {} chunks", rank,
@@ -113,6 +122,85 @@ std::optional<std::string> check_ops_complete(const Schedule& s) {
         }
       }
     }
+  }
+  return std::nullopt;
+}
+
+bool has_epilogue(const Schedule& s) {
+  for (const auto& ops : s.ops) {
+    for (const Op& op : ops) {
+      if (is_epilogue(op.kind)) return true;
+    }
+  }
+  return false;
+}
+
+// A schedule with an epilogue has it whole on every rank: one AR per chunk after that
+// chunk's last weight gradient, RS on all ranks or none, TE on exactly the ranks of the
+// first and last stage (or none), then GN, then OPT last.
+std::optional<std::string> check_epilogue(const Schedule& s) {
+  const auto tied = collective_ranks(s, OpKind::tied_embedding);
+  int ranks_with_replica_sum = 0;
+  int ranks_with_tied_sum = 0;
+  for (int rank = 0; rank < s.ranks; ++rank) {
+    const auto& ops = s.ops[rank];
+    std::vector<int> all_reduces(static_cast<size_t>(s.chunks), 0);
+    std::map<OpKind, int> count;
+    size_t first_epilogue_collective = ops.size();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (op.kind == OpKind::all_reduce) {
+        if (op.chunk < 0 || op.chunk >= s.chunks) {
+          return fmt::format("rank {}: AR of chunk {} outside its {} chunks", rank, op.chunk,
+                             s.chunks);
+        }
+        if (++all_reduces[op.chunk] > 1) {
+          return fmt::format("rank {}: chunk {} is all-reduced twice", rank, op.chunk);
+        }
+        continue;
+      }
+      if (op.kind == OpKind::backward || op.kind == OpKind::backward_weight) {
+        if (all_reduces[op.chunk] > 0) {
+          return fmt::format("rank {}: {} runs after the all-reduce of its chunk's gradients", rank,
+                             to_string(op, s.chunks > 1));
+        }
+      }
+      if (is_epilogue(op.kind)) {
+        ++count[op.kind];
+        first_epilogue_collective = std::min(first_epilogue_collective, i);
+      } else if (first_epilogue_collective < ops.size()) {
+        return fmt::format("rank {}: {} runs after {}", rank, to_string(op, s.chunks > 1),
+                           to_string(ops[first_epilogue_collective]));
+      }
+    }
+    for (int chunk = 0; chunk < s.chunks; ++chunk) {
+      if (all_reduces[chunk] == 0) {
+        return fmt::format("rank {}: chunk {}'s gradients are never all-reduced", rank, chunk);
+      }
+    }
+    if (count[OpKind::global_norm] != 1 || count[OpKind::optimizer_step] != 1 ||
+        ops.back().kind != OpKind::optimizer_step ||
+        ops[ops.size() - 2].kind != OpKind::global_norm) {
+      return fmt::format("rank {}: the epilogue must end with one GN and then one OPT", rank);
+    }
+    for (const OpKind kind : {OpKind::sync_replicas, OpKind::tied_embedding}) {
+      if (count[kind] > 1) {
+        return fmt::format("rank {}: {} appears {} times", rank, letter(kind), count[kind]);
+      }
+    }
+    ranks_with_replica_sum += count[OpKind::sync_replicas];
+    ranks_with_tied_sum += count[OpKind::tied_embedding];
+    const bool holds_tied = std::find(tied.begin(), tied.end(), rank) != tied.end();
+    if (count[OpKind::tied_embedding] == 1 && !holds_tied) {
+      return fmt::format("rank {}: TE on a rank that holds neither the first nor the last stage",
+                         rank);
+    }
+  }
+  if (ranks_with_replica_sum != 0 && ranks_with_replica_sum != s.ranks) {
+    return std::string("RS on some ranks only: every rank sums across the pipelines");
+  }
+  if (ranks_with_tied_sum != 0 && ranks_with_tied_sum != static_cast<int>(tied.size())) {
+    return std::string("TE on one end only: the first and the last stage sum together");
   }
   return std::nullopt;
 }
@@ -159,6 +247,9 @@ std::optional<std::string> validate(const Schedule& s) {
     return std::string("the schedule has no stages, micro-batches or chunks");
   }
   if (auto incomplete = check_ops_complete(s)) return incomplete;
+  if (has_epilogue(s)) {
+    if (auto epilogue = check_epilogue(s)) return epilogue;
+  }
   const bool comm = has_communication(s);
   Progress p(s);
   std::map<MessageKey, int> in_transit;
@@ -171,6 +262,22 @@ std::optional<std::string> validate(const Schedule& s) {
     for (int rank = 0; rank < s.ranks; ++rank) {
       while (next[rank] < s.ops[rank].size()) {
         const Op& op = s.ops[rank][next[rank]];
+        if (is_epilogue(op.kind)) {
+          if (!is_group_collective(op.kind)) {
+            ++next[rank];
+            progressed = true;
+            continue;
+          }
+          // A collective ends when every rank taking part has reached it.
+          const auto ranks = collective_ranks(s, op.kind);
+          const bool all_there = std::all_of(ranks.begin(), ranks.end(), [&](int other) {
+            return next[other] < s.ops[other].size() && s.ops[other][next[other]].kind == op.kind;
+          });
+          if (!all_there) break;
+          for (int other : ranks) ++next[other];
+          progressed = true;
+          continue;
+        }
         const int stage = s.stage_of(rank, op.chunk);
         const size_t cell = p.at(stage, op.micro_batch);
         if (op.kind == OpKind::recv_forward || op.kind == OpKind::recv_backward) {
@@ -229,7 +336,17 @@ std::optional<std::string> validate(const Schedule& s) {
   for (int rank = 0; rank < s.ranks; ++rank) {
     if (next[rank] == s.ops[rank].size()) continue;
     const Op& op = s.ops[rank][next[rank]];
-    std::string why = blocker(s, p, rank, op, comm);
+    std::string why;
+    if (is_group_collective(op.kind)) {
+      for (int other : collective_ranks(s, op.kind)) {
+        if (next[other] == s.ops[other].size() || s.ops[other][next[other]].kind != op.kind) {
+          why = fmt::format("rank {} to reach {}", other, letter(op.kind));
+          break;
+        }
+      }
+    } else {
+      why = blocker(s, p, rank, op, comm);
+    }
     if (why.empty()) why = "a message that is never sent";
     stuck += fmt::format("{}rank {} waits at {} for {}", stuck.empty() ? "" : "; ", rank,
                          to_string(op, s.chunks > 1), why);

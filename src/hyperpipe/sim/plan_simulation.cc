@@ -7,8 +7,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "hyperpipe/schedule/generators.h"
-#include "hyperpipe/schedule/passes.h"
+#include "hyperpipe/plan/plan_schedule.h"
 
 namespace hyperpipe::sim {
 namespace {
@@ -76,6 +75,47 @@ double replica_sync_time(const cost::CostModel& costs, const plan::Plan& plan,
   return total;
 }
 
+// The tied embedding's gradient summed between the first stage's group (the embedding)
+// and the last stage's (the head): every rank of both adds its copy, as the runtime does —
+// slice by slice when both split the vocabulary over the same tp, else the whole matrix.
+double tied_embedding_time(const cost::CostModel& costs, const cost::DeviceGroup& first,
+                           const cost::DeviceGroup& last, const cluster::Link& between) {
+  const auto& config = costs.model().config();
+  if (!config.tied_embeddings || first.devices == last.devices) return 0.0;
+  const double element_bytes = model::bytes_per_element(config.dtype);
+  const double matrix = static_cast<double>(config.vocab) * static_cast<double>(config.hidden);
+  if (first.tp == last.tp) {
+    return costs.allreduce_time(matrix / first.tp * element_bytes, first.dp + last.dp, between);
+  }
+  return costs.allreduce_time(matrix * element_bytes,
+                              static_cast<int>(first.devices.size() + last.devices.size()),
+                              between);
+}
+
+// The global norm: one number per rank (and the loss beside it) summed over every process
+// of the plan, across its slowest link from the first device.
+double global_norm_time(const cost::CostModel& costs, const plan::Plan& plan) {
+  constexpr double kNormAndLossBytes = 2 * sizeof(double);
+  const auto& cluster = costs.cluster();
+  const int first_device = plan.stages.front().devices.front();
+  cluster::Link slowest{std::numeric_limits<double>::infinity(), 0.0};
+  int processes = 0;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    const auto& pipeline = plan.pipeline(p);
+    for (int r = 0; r < pipeline.ranks(); ++r) {  // chunks of a group are on its devices
+      for (int device : pipeline.stages[r].devices) {
+        ++processes;
+        if (device == first_device) continue;
+        const auto link = cluster.link_between(first_device, device);
+        slowest.bandwidth = std::min(slowest.bandwidth, link.bandwidth);
+        slowest.latency = std::max(slowest.latency, link.latency);
+      }
+    }
+  }
+  if (processes < 2) return 0.0;
+  return costs.allreduce_time(kNormAndLossBytes, processes, slowest);
+}
+
 // The simulator's input for pipeline p, with a report per stage appended to `result`.
 SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, int p,
                         const SimOptions& options, PlanSimulation& result) {
@@ -85,10 +125,7 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
   const int stage_count = static_cast<int>(pipeline.stages.size());
   const size_t first_report = result.stages.size();
   SimInput input;
-  input.schedule = schedule::insert_communication(
-      schedule::make_schedule(pipeline.schedule, pipeline.ranks(), pipeline.micro_batches,
-                              pipeline.chunks, pipeline.warmup));
-  input.overlap_allreduce = options.overlap_allreduce;
+  input.schedule = plan::schedule_for(plan, p, costs.model().config().tied_embeddings);
   std::vector<cost::DeviceGroup> groups;
   for (int s = 0; s < stage_count; ++s) {
     const plan::StagePlan& stage = pipeline.stages[s];
@@ -156,6 +193,10 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
     input.gradients.push_back(
         {backward.bytes / rate, backward.seconds - backward.bytes / rate, link_id(to, from)});
   }
+  input.tied_embedding =
+      tied_embedding_time(costs, groups.front(), groups.back(),
+                          slowest_pair_link(cluster, groups.front(), groups.back()));
+  input.global_norm = global_norm_time(costs, plan);
   return input;
 }
 
@@ -222,7 +263,7 @@ PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& pla
   for (auto& stats : result.output.ranks) {
     // A pipeline that finishes early idles until the iteration ends, as in a bubble.
     stats.bubble = std::max(0.0, time - stats.busy - stats.comm_wait - stats.allreduce -
-                                     stats.replica_sync - stats.optimizer);
+                                     stats.epilogue_sync() - stats.optimizer);
   }
   auto& tracks = result.output.timeline.tracks;
   for (size_t r = 0; r < tracks.size(); ++r) {

@@ -14,7 +14,6 @@
 namespace hyperpipe::sim {
 
 struct SimOptions {
-  bool overlap_allreduce = false;
   // A replay: these stages' compute as a run measured it instead of the cost model's.
   const MeasuredComputes* measured = nullptr;
 };

@@ -36,15 +36,18 @@ struct TransferCost {
 };
 
 struct SimInput {
-  // Ops per rank, with communication (schedule::insert_communication).
+  // Ops per rank, with communication and the epilogue (plan::schedule_for); where the
+  // lists have no epilogue, the iteration ends with the last backward.
   schedule::Schedule schedule;
   std::vector<StageCost> stages;          // per pipeline stage
   std::vector<TransferCost> activations;  // [s]: stage s to stage s + 1
   std::vector<TransferCost> gradients;    // [s]: stage s + 1 back to stage s
   std::vector<double> reserved_bytes;     // per rank: memory no stage can use
-  // Start each chunk's gradient all-reduce as soon as its last weight gradient is done,
-  // beside the remaining backward work, instead of after the rank's last op.
-  bool overlap_allreduce = false;
+  // The epilogue's collectives (their ops in the schedule, schedule/epilogue.h): the tied
+  // embedding's gradient sum between the first and the last stage's groups, and the
+  // global norm's sum over every rank.
+  double tied_embedding = 0;
+  double global_norm = 0;
   // With several pipelines: the cross-pipeline gradient sum starts no earlier than this,
   // when every pipeline's gradients are reduced.
   double replica_barrier = 0;

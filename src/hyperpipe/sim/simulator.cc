@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <queue>
 #include <stdexcept>
+
+#include "hyperpipe/schedule/epilogue.h"
 
 namespace hyperpipe::sim {
 namespace {
@@ -35,11 +38,13 @@ class Engine {
         waiting_(s_.ranks, false),
         send_free_(s_.ranks, 0.0),
         recv_free_(s_.ranks, 0.0),
+        reduce_free_(s_.ranks, 0.0),
+        arrived_(s_.ranks, kUnknown),
         activation_(static_cast<size_t>(stages_) * m_),
         gradient_(static_cast<size_t>(stages_) * m_),
         in_use_(s_.ranks, 0.0),
         in_flight_(s_.ranks, 0),
-        last_weight_grad_(stages_, 0.0) {
+        reduced_(s_.ranks, false) {
     int links = 0;
     for (const auto& t : in_.activations) links = std::max(links, t.link + 1);
     for (const auto& t : in_.gradients) links = std::max(links, t.link + 1);
@@ -69,60 +74,89 @@ class Engine {
                                              to_string(s_.ops[r][cursor_[r]], s_.chunks > 1)));
       }
     }
-    finish_iteration();
+    finish();
     out_.simulated_ops = s_.op_count();
     return std::move(out_);
   }
 
  private:
+  static constexpr size_t kOpKinds = static_cast<size_t>(OpKind::optimizer_step) + 1;
+  static constexpr size_t index(OpKind kind) { return static_cast<size_t>(kind); }
   using Event = std::pair<double, int>;  // (time, rank)
+  // What a handler tells the rank's loop: go on with the next op, stop until the time the
+  // rank's compute is free (later ops are issued then, in time order), or wait for an
+  // input or for the others at a collective (another rank's progress wakes it).
+  enum class Next { op, at_compute_free, wait };
+  using Handler = Next (Engine::*)(int rank, const Op& op);
+
+  // One handler per op kind, as the runtime's executor has.
+  static const std::array<Handler, kOpKinds>& handlers() {
+    static const std::array<Handler, kOpKinds> table = [] {
+      std::array<Handler, kOpKinds> t{};
+      t[index(OpKind::forward)] = &Engine::compute;
+      t[index(OpKind::backward_input)] = &Engine::compute;
+      t[index(OpKind::backward_weight)] = &Engine::compute;
+      t[index(OpKind::backward)] = &Engine::compute;
+      t[index(OpKind::send_forward)] = &Engine::send;
+      t[index(OpKind::send_backward)] = &Engine::send;
+      t[index(OpKind::recv_forward)] = &Engine::receive;
+      t[index(OpKind::recv_backward)] = &Engine::receive;
+      t[index(OpKind::all_reduce)] = &Engine::all_reduce;
+      t[index(OpKind::sync_replicas)] = &Engine::collective;
+      t[index(OpKind::tied_embedding)] = &Engine::collective;
+      t[index(OpKind::global_norm)] = &Engine::collective;
+      t[index(OpKind::optimizer_step)] = &Engine::optimizer_step;
+      return t;
+    }();
+    return table;
+  }
 
   size_t cell(int stage, int mb) const { return static_cast<size_t>(stage) * m_ + mb; }
+
+  // Rank r is done with `op` (its list's next): on to the one after, and on its track.
+  void ran(int r, const Op& op) {
+    out_.timeline.tracks[r].ops.push_back(to_string(op, /*show_chunk=*/true));
+    ++cursor_[r];
+  }
 
   void advance(int r) {
     const auto& ops = s_.ops[r];
     while (cursor_[r] < ops.size()) {
       const Op& op = ops[cursor_[r]];
-      const int stage = s_.stage_of(r, op.chunk);
-      switch (op.kind) {
-        case OpKind::recv_forward:
-        case OpKind::recv_backward: {
-          const Message& message = op.kind == OpKind::recv_forward
-                                       ? activation_[cell(stage, op.micro_batch)]
-                                       : gradient_[cell(stage, op.micro_batch)];
-          if (message.arrival == kUnknown) {
-            waiting_[r] = true;
-            return;
-          }
-          waiting_[r] = false;
-          if (message.arrival > input_ready_[r]) {
-            input_ready_[r] = message.arrival;
-            input_sent_[r] = message.sent;
-          }
-          ++cursor_[r];
-          break;
-        }
-        case OpKind::send_forward:
-          send(r, stage, stage + 1, in_.activations.at(stage),
-               activation_[cell(stage + 1, op.micro_batch)], "send F", op);
-          ++cursor_[r];
-          break;
-        case OpKind::send_backward:
-          send(r, stage, stage - 1, in_.gradients.at(stage - 1),
-               gradient_[cell(stage - 1, op.micro_batch)], "send B", op);
-          ++cursor_[r];
-          break;
-        default:
-          compute(r, stage, op);
-          ++cursor_[r];
-          events_.push({compute_free_[r], r});
-          return;  // later sends must be issued at this op's finish, in time order
+      const Next next = (this->*handlers()[index(op.kind)])(r, op);
+      if (next == Next::wait) return;
+      ran(r, op);
+      if (next == Next::at_compute_free) {
+        events_.push({compute_free_[r], r});
+        return;
       }
     }
   }
 
-  void send(int r, int stage, int target_stage, const TransferCost& cost, Message& message,
-            const char* label, const Op& op) {
+  Next receive(int r, const Op& op) {
+    const int stage = s_.stage_of(r, op.chunk);
+    const Message& message = op.kind == OpKind::recv_forward
+                                 ? activation_[cell(stage, op.micro_batch)]
+                                 : gradient_[cell(stage, op.micro_batch)];
+    if (message.arrival == kUnknown) {
+      waiting_[r] = true;
+      return Next::wait;
+    }
+    waiting_[r] = false;
+    if (message.arrival > input_ready_[r]) {
+      input_ready_[r] = message.arrival;
+      input_sent_[r] = message.sent;
+    }
+    return Next::op;
+  }
+
+  Next send(int r, const Op& op) {
+    const int stage = s_.stage_of(r, op.chunk);
+    const bool forward = op.kind == OpKind::send_forward;
+    const int target_stage = forward ? stage + 1 : stage - 1;
+    const TransferCost& cost = forward ? in_.activations.at(stage) : in_.gradients.at(stage - 1);
+    Message& message = forward ? activation_[cell(target_stage, op.micro_batch)]
+                               : gradient_[cell(target_stage, op.micro_batch)];
     const int target = s_.rank_of_stage(target_stage);
     const double issued = compute_free_[r];
     double start = std::max({issued, send_free_[r], recv_free_[target]});
@@ -133,11 +167,13 @@ class Engine {
     if (cost.link >= 0) link_free_[cost.link] = released;
     message = {issued, released + cost.latency};
     out_.timeline.tracks[r].communication.push_back(
-        {label, stage, op.micro_batch, op.chunk, start, message.arrival});
+        {forward ? "send F" : "send B", stage, op.micro_batch, op.chunk, start, message.arrival});
     if (waiting_[target]) events_.push({issued, target});
+    return Next::op;
   }
 
-  void compute(int r, int stage, const Op& op) {
+  Next compute(int r, const Op& op) {
+    const int stage = s_.stage_of(r, op.chunk);
     const StageCost& cost = in_.stages[stage];
     double duration = 0;
     switch (op.kind) {
@@ -161,6 +197,7 @@ class Engine {
     const double end = start + duration;
     stats.busy += duration;
     compute_free_[r] = end;
+    stats.compute_end = end;
     input_ready_[r] = 0;
     input_sent_[r] = 0;
     auto& track = out_.timeline.tracks[r];
@@ -181,62 +218,105 @@ class Engine {
     } else if (op.kind == OpKind::backward_weight) {
       in_use_[r] -= cost.weight_gradient_bytes;
       track.memory.push_back({end, static_bytes_[r] + in_use_[r]});
-    } else if (op.kind == OpKind::backward) {
+    } else {
       in_use_[r] -= cost.activation_bytes;
       --in_flight_[r];
       track.memory.push_back({end, static_bytes_[r] + in_use_[r]});
     }
-    if (op.kind == OpKind::backward_weight || op.kind == OpKind::backward) {
-      last_weight_grad_[stage] = std::max(last_weight_grad_[stage], end);
-    }
+    return Next::at_compute_free;
   }
 
-  // Gradient all-reduce per chunk, then the optimizer step of all chunks.
-  void finish_iteration() {
+  // A chunk's bucket: all-reduced on the rank's reduce stream, beside its compute, from
+  // when it is issued (its weight gradients are done there).
+  Next all_reduce(int r, const Op& op) {
+    const int stage = s_.stage_of(r, op.chunk);
+    const double seconds = in_.stages[stage].allreduce;
+    const double start = std::max(compute_free_[r], reduce_free_[r]);
+    reduce_free_[r] = start + seconds;
+    if (seconds > 0) {
+      out_.timeline.tracks[r].communication.push_back(
+          {std::string(schedule::timeline_label(op.kind)), stage, -1, op.chunk, start,
+           reduce_free_[r]});
+    }
+    return Next::op;
+  }
+
+  // After the last bucket: the time its gradients are summed inside its group.
+  double reduced(int r) {
+    const double time = std::max(compute_free_[r], reduce_free_[r]);
+    if (!reduced_[r]) {
+      reduced_[r] = true;
+      out_.ranks[r].reduced = time;
+      out_.ranks[r].allreduce = time - out_.ranks[r].compute_end;
+    }
+    return time;
+  }
+
+  // RS, TE and GN: every rank taking part arrives with its buckets reduced; the sum starts
+  // when the last arrives (RS also no earlier than the other pipelines, replica_barrier).
+  Next collective(int r, const Op& op) {
+    if (arrived_[r] == kUnknown) arrived_[r] = reduced(r);
+    const auto ranks = schedule::collective_ranks(s_, op.kind);
+    double start = op.kind == OpKind::sync_replicas ? in_.replica_barrier : 0.0;
+    for (int other : ranks) {
+      if (arrived_[other] == kUnknown || s_.ops[other][cursor_[other]].kind != op.kind) {
+        return Next::wait;  // the last to arrive runs it for everyone
+      }
+      start = std::max(start, arrived_[other]);
+    }
+    for (int other : ranks) {
+      double seconds = op.kind == OpKind::tied_embedding ? in_.tied_embedding : in_.global_norm;
+      if (op.kind == OpKind::sync_replicas) {
+        seconds = 0;
+        for (int c = 0; c < s_.chunks; ++c)
+          seconds += in_.stages[s_.stage_of(other, c)].replica_sync;
+      }
+      const double end = start + seconds;
+      RankStats& stats = out_.ranks[other];
+      // Waiting for the other pipelines counts with their sum (as they are another's
+      // iteration); waiting for the ranks of this one is idle time, the bubble.
+      if (op.kind == OpKind::sync_replicas) stats.replica_sync += end - arrived_[other];
+      if (op.kind == OpKind::tied_embedding) stats.tied_embedding += seconds;
+      if (op.kind == OpKind::global_norm) stats.global_norm += seconds;
+      if (seconds > 0) {
+        out_.timeline.tracks[other].communication.push_back(
+            {std::string(schedule::timeline_label(op.kind)), -1, -1, 0, start, end});
+      }
+      compute_free_[other] = end;
+      arrived_[other] = kUnknown;
+      if (other != r) {
+        ran(other, s_.ops[other][cursor_[other]]);
+        events_.push({end, other});
+      }
+    }
+    return Next::at_compute_free;
+  }
+
+  Next optimizer_step(int r, const Op& /*op*/) {
+    const double start = reduced(r);
+    double seconds = 0;
+    for (int c = 0; c < s_.chunks; ++c) seconds += in_.stages[s_.stage_of(r, c)].optimizer;
+    compute_free_[r] = start + seconds;
+    out_.ranks[r].optimizer = seconds;
+    if (seconds > 0) {
+      out_.timeline.tracks[r].compute.push_back(
+          {std::string(schedule::timeline_label(OpKind::optimizer_step)), -1, -1, 0, start,
+           compute_free_[r]});
+    }
+    return Next::op;
+  }
+
+  void finish() {
     for (int r = 0; r < s_.ranks; ++r) {
       RankStats& stats = out_.ranks[r];
-      stats.compute_end = compute_free_[r];
-      std::vector<int> stages;
-      stages.reserve(static_cast<size_t>(s_.chunks));
-      for (int c = 0; c < s_.chunks; ++c) stages.push_back(s_.stage_of(r, c));
-      std::sort(stages.begin(), stages.end(),
-                [&](int a, int b) { return last_weight_grad_[a] < last_weight_grad_[b]; });
-      double reduce_free = 0;
-      double optimizer = 0;
-      auto& track = out_.timeline.tracks[r];
-      for (int stage : stages) {
-        const double ready = in_.overlap_allreduce ? last_weight_grad_[stage] : stats.compute_end;
-        const double start = std::max(reduce_free, ready);
-        reduce_free = start + in_.stages[stage].allreduce;
-        if (in_.stages[stage].allreduce > 0) {
-          track.communication.push_back(
-              {"allreduce", stage, -1, s_.chunk_of_stage(stage), start, reduce_free});
-        }
-        optimizer += in_.stages[stage].optimizer;
-      }
-      stats.reduced = std::max(reduce_free, stats.compute_end);
-      stats.allreduce = stats.reduced - stats.compute_end;
-      double optimizer_start = stats.reduced;
-      double sync = 0;
-      for (int stage : stages) sync += in_.stages[stage].replica_sync;
-      if (sync > 0) {
-        const double start = std::max(stats.reduced, in_.replica_barrier);
-        optimizer_start = start + sync;
-        track.communication.push_back({"replica sync", -1, -1, 0, start, optimizer_start});
-      }
-      stats.replica_sync = optimizer_start - stats.reduced;
-      stats.optimizer = optimizer;
-      stats.end = optimizer_start + optimizer;
-      if (optimizer > 0) {
-        track.compute.push_back({"optimizer", -1, -1, 0, optimizer_start, stats.end});
-      }
+      stats.end = reduced(r);  // a schedule without an epilogue ends at its last op
       stats.peak_memory_bytes = static_bytes_[r] + stats.peak_activation_bytes;
       out_.iteration_time = std::max(out_.iteration_time, stats.end);
     }
     for (auto& stats : out_.ranks) {
       // What is left is idle time; summing the parts can leave a rounding residue below 0.
       stats.bubble = std::max(0.0, out_.iteration_time - stats.busy - stats.comm_wait -
-                                       stats.allreduce - stats.replica_sync - stats.optimizer);
+                                       stats.allreduce - stats.epilogue_sync() - stats.optimizer);
     }
   }
 
@@ -252,12 +332,14 @@ class Engine {
   std::vector<double> send_free_;
   std::vector<double> recv_free_;
   std::vector<double> link_free_;
+  std::vector<double> reduce_free_;  // per rank: its all-reduce stream
+  std::vector<double> arrived_;      // per rank: when it reached the collective it waits at
   std::vector<Message> activation_;  // [stage, mb]: the activation stage `stage` consumes
   std::vector<Message> gradient_;    // [stage, mb]: the gradient stage `stage` consumes
   std::vector<double> in_use_;       // activation bytes held per rank
   std::vector<int> in_flight_;
   std::vector<double> static_bytes_;
-  std::vector<double> last_weight_grad_;  // per stage
+  std::vector<bool> reduced_;  // per rank: its buckets all reduced (stats.reduced set)
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   SimOutput out_;
 };

@@ -37,6 +37,9 @@ const std::map<std::string, Style>& styles() {
       {"BW", {"#f28e2b", "BW backward"}},
       {"optimizer", {"#9c755f", "optimizer"}},
       {"allreduce", {"#b07aa1", "gradient all-reduce"}},
+      {"replica sync", {"#edc948", "sum across pipelines"}},
+      {"tied embedding", {"#8cd17d", "tied embedding sum"}},
+      {"global norm", {"#d37295", "global norm"}},
       {"send F", {"#76b7b2", "send activation"}},
       {"send B", {"#ff9da7", "send gradient"}},
   };

@@ -8,7 +8,9 @@
 namespace hyperpipe::trace {
 
 struct Interval {
-  std::string op;        // "F", "B", "W", "BW", "send F", "send B", "allreduce", "optimizer"
+  // "F", "B", "W", "BW", "send F", "send B", "allreduce", "replica sync", "tied embedding",
+  // "global norm", "optimizer"
+  std::string op;
   int stage = -1;        // pipeline stage (-1: none)
   int micro_batch = -1;  // -1: not tied to a micro-batch
   int chunk = 0;
@@ -28,6 +30,10 @@ struct Track {
   std::vector<Interval> compute;
   std::vector<Interval> communication;
   std::vector<MemorySample> memory;
+  // Every op the track ran, in the order it ran them ("RF0<1", "F0", "AR.1", "GN", …, as
+  // schedule::to_string with chunks writes them): the simulator's and the runtime's lists
+  // of a device group must be equal.
+  std::vector<std::string> ops;
 };
 
 struct Timeline {

@@ -27,11 +27,13 @@ std::vector<Interval> intervals_from_json(const nlohmann::json& list) {
 nlohmann::json track_to_json(const Track& track) {
   nlohmann::json memory = nlohmann::json::array();
   for (const auto& sample : track.memory) memory.push_back({sample.time, sample.bytes});
-  return {{"name", track.name},
-          {"devices", track.devices},
-          {"compute", intervals_to_json(track.compute)},
-          {"communication", intervals_to_json(track.communication)},
-          {"memory", memory}};
+  nlohmann::json json{{"name", track.name},
+                      {"devices", track.devices},
+                      {"compute", intervals_to_json(track.compute)},
+                      {"communication", intervals_to_json(track.communication)},
+                      {"memory", memory}};
+  if (!track.ops.empty()) json["ops"] = track.ops;
+  return json;
 }
 
 Track track_from_json(const nlohmann::json& json) {
@@ -43,6 +45,7 @@ Track track_from_json(const nlohmann::json& json) {
   for (const auto& sample : json.at("memory")) {
     track.memory.push_back({sample.at(0).get<double>(), sample.at(1).get<double>()});
   }
+  if (json.contains("ops")) track.ops = json.at("ops").get<std::vector<std::string>>();
   return track;
 }
 
