@@ -9,7 +9,7 @@ set -euo pipefail
 # libtorch because without it CPU training runs an order of magnitude slower. clang and its
 # runtime (libFuzzer, sanitizers) build the fuzz harnesses and the sanitizer tests.
 PACKAGES=(
-  build-essential cmake ninja-build ccache clang-format git
+  build-essential cmake ninja-build ccache clang-format git python3
   clang libclang-rt-14-dev clang-tidy
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
