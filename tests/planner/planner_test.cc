@@ -11,6 +11,7 @@
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/plan/plan_checks.h"
 #include "hyperpipe/planner/candidate_search.h"
+#include "hyperpipe/planner/scored_plan.h"
 
 namespace hyperpipe::planner {
 namespace {
@@ -218,6 +219,27 @@ TEST(Interleave, EachGroupKeepsItsLayersInChunks) {
   checked.pipeline(0) = *interleaved;
   plan::check_plan(checked, model, cluster::load_cluster("a100x8"), "interleaved");
   EXPECT_FALSE(interleave(plan, 6).has_value());  // group 1 has only 5 layers
+}
+
+TEST(BestSchedule, OverlapsTheAllReduceWhereTheSimulatorSaysItPays) {
+  // Two groups of dp 4 over a slow link: the all-reduces are long, and the interleaved
+  // chunks finish at different times, so overlapping hides some of them.
+  plan::Plan plan;
+  plan.model = "gpt2";
+  plan.cluster = "a100x8";
+  plan.micro_batch_size = 8;
+  plan.micro_batches = 8;
+  plan.stages = {{0, 7, {0, 1, 2, 3}, 4, 1, model::Recompute::none},
+                 {7, 14, {4, 5, 6, 7}, 4, 1, model::Recompute::none}};
+  const auto model = model::load_model("gpt2");
+  const auto cluster = cluster::load_cluster("a100x8");
+  const cost::CostModel costs(model, cluster);
+  plan::Plan interleaved = plan;
+  interleaved.pipeline(0) = *interleave(plan, 2);
+  const ScoredPlan plain = score_plan(costs, interleaved, "plain");
+  const ScoredPlan best = best_schedule(costs, interleaved, "best");
+  EXPECT_TRUE(best.plan.overlap_allreduce);
+  EXPECT_LT(best.iteration_time(), plain.iteration_time());
 }
 
 TEST(Baselines, UniformCutsTypePureGroupsAndEqualBlocks) {

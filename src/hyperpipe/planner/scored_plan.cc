@@ -128,6 +128,14 @@ ScoredPlan best_schedule(const cost::CostModel& costs, const plan::Plan& plan,
   }
   ScoredPlan best = score_plan(costs, std::move(start), label);
   for (int p = 0; p < plan.pipeline_count(); ++p) improve_schedule(costs, p, best);
+  // Each chunk's all-reduce beside the backward left: kept where the simulator says it
+  // pays (the runtime runs it as planned).
+  if (!best.plan.overlap_allreduce) {
+    plan::Plan overlapped = best.plan;
+    overlapped.overlap_allreduce = true;
+    ScoredPlan candidate = score_plan(costs, std::move(overlapped), best.label);
+    if (preferred(candidate, best)) best = std::move(candidate);
+  }
   return best;
 }
 

@@ -180,52 +180,75 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
 
 }  // namespace
 
-TrainRecord train(const TrainOptions& options, TrainObserver& observer) {
-  // Everything that can be wrong with the input is found before joining the others.
-  const auto [plan, model, cluster] = plan::load_checked_plan(options.plan_path, options.cluster);
-  const RankLayout layout(plan, options.plan_path);
-  if (model.config().vocab < kByteVocabulary) {
-    throw InputError(options.plan_path, "model",
-                     fmt::format("a model with a vocabulary of at least {} (the byte tokens of "
-                                 "the text data); {} has {}",
-                                 kByteVocabulary, model.config().name, model.config().vocab));
+namespace {
+
+// Everything a process reads before it joins the others, checked: any problem is found
+// here, alone, with a message for the user.
+struct CheckedRun {
+  plan::CheckedPlan checked;
+  RankLayout layout;
+  TextCorpus data;
+  Rendezvous rendezvous;
+
+  explicit CheckedRun(const TrainOptions& options)
+      : checked(plan::load_checked_plan(options.plan_path, options.cluster)),
+        layout(checked.plan, options.plan_path),
+        data(load_data(options, checked)),
+        rendezvous(rendezvous_from()) {
+    const auto& config = checked.model.config();
+    if (config.vocab < kByteVocabulary) {
+      throw InputError(options.plan_path, "model",
+                       fmt::format("a model with a vocabulary of at least {} (the byte tokens "
+                                   "of the text data); {} has {}",
+                                   kByteVocabulary, config.name, config.vocab));
+    }
+    if (rendezvous.world_size != layout.world_size()) {
+      throw InputError(
+          options.plan_path, "stages",
+          fmt::format("{} processes, one per device of the plan; the launcher ({}) "
+                      "started {}",
+                      layout.world_size(), rendezvous.launcher, rendezvous.world_size));
+    }
   }
-  if (options.steps <= 0) throw InputError("--steps", "", "a positive number of steps");
-  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : model.config().seq_len;
-  const TextCorpus data = TextCorpus::load(options.data_path, seq, options.data_seed);
-  const Rendezvous rendezvous = rendezvous_from();
-  if (rendezvous.world_size != layout.world_size()) {
-    throw InputError(options.plan_path, "stages",
-                     fmt::format("{} processes, one per device of the plan; the launcher ({}) "
-                                 "started {}",
-                                 layout.world_size(), rendezvous.launcher, rendezvous.world_size));
+
+  static TextCorpus load_data(const TrainOptions& options, const plan::CheckedPlan& checked) {
+    if (options.steps <= 0) throw InputError("--steps", "", "a positive number of steps");
+    const int64_t seq =
+        checked.plan.seq_len > 0 ? checked.plan.seq_len : checked.model.config().seq_len;
+    return TextCorpus::load(options.data_path, seq, options.data_seed);
   }
-  std::optional<CheckpointInfo> checkpoint;
+};
+
+// The checkpoint to resume from, if any, after checking it is this run's. Rank 0 holds
+// the directory's lock (in `directory`) for the whole run and refuses a directory with
+// another run's checkpoints unless resuming or overwriting.
+std::optional<CheckpointInfo> checkpoint_to_resume(const TrainOptions& options,
+                                                   const CheckedRun& run,
+                                                   const RunIdentity& identity,
+                                                   std::optional<CheckpointDirectory>& directory) {
   if (options.resume && !options.checkpoint_dir) {
     throw InputError("--resume", "", "a --checkpoint-dir to resume from");
   }
-  // Rank 0 holds the directory's lock for the whole run (and refuses a directory with
-  // another run's checkpoints unless resuming or overwriting).
-  std::optional<CheckpointDirectory> directory;
-  if (options.checkpoint_dir && rendezvous.rank == 0) {
+  if (options.checkpoint_dir && run.rendezvous.rank == 0) {
     directory.emplace(*options.checkpoint_dir, options.resume, options.overwrite);
   }
-  // The data's CRC-32 is read once, for the check here and every manifest of the run.
-  const RunIdentity identity = identity_of(model.config().name, options.seed, options.data_path);
-  if (options.resume) {
-    checkpoint = latest_checkpoint(*options.checkpoint_dir);
-    if (checkpoint && checkpoint->manifest.contains("run")) {
-      identity.require_same(
-          checkpoint->manifest["run"],
-          (std::filesystem::path(checkpoint->path) / kCheckpointManifest).string());
-    }
+  if (!options.resume) return std::nullopt;
+  auto checkpoint = latest_checkpoint(*options.checkpoint_dir);
+  if (checkpoint && checkpoint->manifest.contains("run")) {
+    identity.require_same(checkpoint->manifest["run"],
+                          (std::filesystem::path(checkpoint->path) / kCheckpointManifest).string());
   }
-  const ProcessRole& role = layout.role(rendezvous.rank);
-  ExecutorOptions executor_options;
-  executor_options.optimizer = options.optimizer;
-  executor_options.seed = options.seed;
-  executor_options.device = device_for(options.device, rendezvous);
-  executor_options.speed = cluster.device_type(role.device).speed.value_or(1.0);
+  return checkpoint;
+}
+
+// This process's device, threads and floating-point type.
+ExecutorOptions process_settings(const TrainOptions& options, const CheckedRun& run) {
+  ExecutorOptions settings;
+  settings.optimizer = options.optimizer;
+  settings.seed = options.seed;
+  settings.device = device_for(options.device, run.rendezvous);
+  const int device = run.layout.role(run.rendezvous.rank).device;
+  settings.speed = run.checked.cluster.device_type(device).speed.value_or(1.0);
   torch::set_num_threads(options.threads);
   keep_freed_memory();
   if (options.dtype == "fp64") {
@@ -233,17 +256,31 @@ TrainRecord train(const TrainOptions& options, TrainObserver& observer) {
   } else if (options.dtype != "fp32") {
     throw InputError("--dtype", options.dtype, "fp32 or fp64");
   }
+  return settings;
+}
+
+}  // namespace
+
+TrainRecord train(const TrainOptions& options, TrainObserver& observer) {
+  const CheckedRun run(options);
+  const auto& [plan, model, cluster] = run.checked;
+  // The data's CRC-32 is read once, for the check here and every manifest of the run.
+  const RunIdentity identity = identity_of(model.config().name, options.seed, options.data_path);
+  std::optional<CheckpointDirectory> directory;
+  const auto checkpoint = checkpoint_to_resume(options, run, identity, directory);
+  const ExecutorOptions settings = process_settings(options, run);
 
   // From here a stop signal ends the run at the next step boundary (agree_to_stop), or
   // after kStopGraceSeconds at the latest.
   const StopSignals stop_signals(/*arm_alarm=*/true);
+  const Rendezvous& rendezvous = run.rendezvous;
   if (rendezvous.token.empty() && rendezvous.world_size > 1 && rendezvous.rank == 0) {
     log().warn(
         "{} is not set: any process that reaches port {} can join or stop this run; "
         "export the same secret on every host (hyperpipe launch sets one itself)",
         kJobTokenVariable, rendezvous.port);
   }
-  const auto communicator = connect(rendezvous, executor_options.device, options.timeout);
+  const auto communicator = connect(rendezvous, settings.device, options.timeout);
   // A failure anywhere ends this process too, with the report that names it.
   communicator->start_watchdog([](const std::string& message) {
     log().error("{}", message);
@@ -251,8 +288,8 @@ TrainRecord train(const TrainOptions& options, TrainObserver& observer) {
     std::_Exit(kExitRunFailed);
   });
   try {
-    return run_training(options, plan, model, cluster, layout, data, rendezvous, checkpoint,
-                        identity, executor_options, *communicator, observer);
+    return run_training(options, plan, model, cluster, run.layout, run.data, rendezvous, checkpoint,
+                        identity, settings, *communicator, observer);
   } catch (const CommunicationError& error) {
     throw CommunicationError(communicator->report_failure(error.what()));
   }
