@@ -317,6 +317,13 @@ INSTANTIATE_TEST_SUITE_P(
                 "stages": [{"layers": [0, 2], "devices": [0, 1]}, {"layers": [2, 3], "devices": [2, 3]},
                            {"layers": [3, 5], "devices": [0, 1]}, {"layers": [5, 6], "devices": [2, 3]}])",
                            8, 2},
+                      // One device group holding every chunk: neighbouring chunks hand
+                      // activations and gradients over in memory.
+                      Case{"overlapped-all-reduce-one-group-two-chunks",
+                           R"("overlap_allreduce": true, "micro_batch_size": 2, "micro_batches": 4,
+                "schedule": {"kind": "interleaved", "chunks": 2},
+                "stages": [{"layers": [0, 3], "devices": [0, 1]}, {"layers": [3, 6], "devices": [0, 1]}])",
+                           8, 2},
                       Case{"overlapped-all-reduce-zb-h1-dp-two-tp-two",
                            R"("overlap_allreduce": true, "micro_batch_size": 4, "micro_batches": 2,
                 "schedule": "zb-h1",

@@ -296,6 +296,11 @@ void Executor::compute(const Op& op) {
       if (stage == 0) {
         s.input = batch_tokens(step, op.micro_batch, false);
       } else {
+        // One device group holding both neighbours (several chunks, one group) hands the
+        // activation over in memory: the schedule has no transfer for it.
+        if (group_of(stage - 1) == role_.group) {
+          s.input = slot(op.chunk - 1, op.micro_batch).output.detach();
+        }
         s.input.requires_grad_(true);
       }
       const auto targets = last ? batch_tokens(step, op.micro_batch, true) : torch::Tensor();
@@ -313,6 +318,12 @@ void Executor::compute(const Op& op) {
     case OpKind::backward:
     case OpKind::backward_input: {
       if (!last) wait_all(s.backward_receives, "wait RB", op.micro_batch, &s.backward_gathers);
+      if (!last && group_of(stage + 1) == role_.group) {
+        // The next stage is this group's next chunk: its input's gradient, in memory.
+        Slot& next = slot(op.chunk + 1, op.micro_batch);
+        s.from_next = next.input_grad;
+        next.input_grad = torch::Tensor();
+      }
       const std::vector<torch::Tensor> grad =
           last ? std::vector<torch::Tensor>{} : std::vector<torch::Tensor>{s.from_next};
       timed(interval, [&] {
