@@ -119,6 +119,15 @@ void expect_ops_as_simulated(const TrainedRun& run) {
     ASSERT_FALSE(track.ops.empty()) << track.name;
     EXPECT_EQ(track.ops, group->ops) << track.name << " against " << group->name;
     EXPECT_EQ(track.ops.back(), "OPT") << track.name;
+    // The tied embedding's sum, where a group runs it, is on both timelines.
+    if (std::find(track.ops.begin(), track.ops.end(), "TE") != track.ops.end()) {
+      for (const auto* timeline_track : {&track, &*group}) {
+        const auto& intervals = timeline_track->communication;
+        EXPECT_TRUE(std::any_of(intervals.begin(), intervals.end(), [](const auto& i) {
+          return i.op == "tied embedding";
+        })) << timeline_track->name;
+      }
+    }
   }
 }
 

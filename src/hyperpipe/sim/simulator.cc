@@ -278,10 +278,10 @@ class Engine {
       if (op.kind == OpKind::sync_replicas) stats.replica_sync += end - arrived_[other];
       if (op.kind == OpKind::tied_embedding) stats.tied_embedding += seconds;
       if (op.kind == OpKind::global_norm) stats.global_norm += seconds;
-      if (seconds > 0) {
-        out_.timeline.tracks[other].communication.push_back(
-            {std::string(schedule::timeline_label(op.kind)), -1, -1, 0, start, end});
-      }
+      // Drawn even when free (one group summing its own tied copies), as the runtime draws
+      // every collective it runs; a bucket of dp 1 is neither run nor drawn.
+      out_.timeline.tracks[other].communication.push_back(
+          {std::string(schedule::timeline_label(op.kind)), -1, -1, 0, start, end});
       compute_free_[other] = end;
       arrived_[other] = kUnknown;
       if (other != r) {
