@@ -182,7 +182,8 @@ TEST(Cli, CompareLinesUpPredictedAndMeasuredGroupByGroup) {
        "communication": [["tied embedding", -1, -1, 0, 4.6, 5.0]],
        "compute": [["F", 0, 0, 0, 0.0, 1.5], ["BW", 0, 0, 0, 2.5, 4.6]]},
       {"name": "rank 1", "devices": [1], "memory": [],
-       "communication": [["wait RF", -1, 0, 0, 0.0, 1.5], ["allreduce", 1, -1, 0, 4.0, 4.5]],
+       "communication": [["wait RF", -1, 0, 0, 0.0, 1.5], ["allreduce", 1, -1, 0, 4.0, 4.5],
+                         ["allreduce", 1, -1, 1, 4.1, 4.5]],
        "compute": [["F", 1, 0, 0, 1.5, 2.5]]},
       {"name": "rank 2", "devices": [2], "memory": [], "communication": [],
        "compute": [["F", 1, 0, 0, 1.5, 2.0]]}]})");
@@ -202,6 +203,7 @@ TEST(Cli, CompareLinesUpPredictedAndMeasuredGroupByGroup) {
   EXPECT_NEAR(report["groups"][0]["measured_sync_s"].get<double>(), 0.4, 1e-12);
   // Group 1's first process: its F only (the sum across ranks is waiting, not compute).
   EXPECT_DOUBLE_EQ(report["groups"][1]["measured_compute_s"].get<double>(), 1.0);
+  // Two buckets summed at once count their time once.
   EXPECT_DOUBLE_EQ(report["groups"][1]["measured_sync_s"].get<double>(), 0.5);
   const Result table = run("compare --predicted " + predicted + " --measured " + measured);
   ASSERT_EQ(table.exit_code, 0) << table.err;

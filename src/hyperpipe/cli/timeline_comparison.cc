@@ -19,7 +19,7 @@ namespace {
 // engines put them on the communication track by the same names), and when it ended.
 struct TrackFigures {
   double compute = 0;
-  double sync = 0;  // the sums (an all-reduce may overlap compute; the rest waits on others)
+  double sync = 0;  // time in the sums (a bucket may overlap compute; the rest waits on others)
   double tied = 0;  // of them, the tied embedding's
   double end = 0;
 };
@@ -39,12 +39,22 @@ TrackFigures figures(const trace::Track& track) {
     f.compute += i.end - i.start;
     f.end = std::max(f.end, i.end);
   }
+  // The time covered by sums: buckets started together overlap each other, so each
+  // moment counts once.
+  std::vector<std::pair<double, double>> sums;
   for (const auto& i : track.communication) {
-    if (is_sum(i.op)) f.sync += i.end - i.start;
+    if (is_sum(i.op)) sums.emplace_back(i.start, i.end);
     if (i.op == schedule::timeline_label(schedule::OpKind::tied_embedding)) {
       f.tied += i.end - i.start;
     }
     f.end = std::max(f.end, i.end);
+  }
+  std::sort(sums.begin(), sums.end());
+  double covered_until = 0;
+  for (const auto& [start, end] : sums) {
+    const double from = std::max(start, covered_until);
+    if (end > from) f.sync += end - from;
+    covered_until = std::max(covered_until, end);
   }
   return f;
 }
