@@ -21,8 +21,7 @@ using namespace hyperpipe;
 double search(const cost::CostModel& costs, int64_t global_batch) {
   planner::CandidateOptions options;
   options.global_batch = global_batch;
-  options.micro_batch_sizes =
-      planner::micro_batch_candidates(global_batch, planner::kMaxMicroBatch);
+  options.micro_batch_sizes = planner::micro_batch_sizes(global_batch);
   options.keep = planner::kRescoredCandidates;
   const auto found =
       planner::search_candidates(costs, planner::device_classes(costs.cluster()), options);
@@ -43,8 +42,7 @@ void BM_MakePlanGpt3_2_7bMixed16(benchmark::State& state) {
   const auto cluster = cluster::load_cluster("a100-v100-t4");
   const cost::CostModel costs(model, cluster);
   planner::PlanRequest request;
-  request.batch = {"gpt3-2.7b", "a100-v100-t4", 64, 0,
-                   planner::micro_batch_candidates(64, planner::kMaxMicroBatch)};
+  request.batch = {"gpt3-2.7b", "a100-v100-t4", 64, 0, planner::micro_batch_sizes(64)};
   for (auto _ : state) benchmark::DoNotOptimize(planner::make_plan(costs, request));
 }
 BENCHMARK(BM_MakePlanGpt3_2_7bMixed16)->Unit(benchmark::kMillisecond);

@@ -327,6 +327,28 @@ TEST(Cli, PlanJsonAndExplain) {
   EXPECT_GT(doc["report"]["iteration_time_s"].get<double>(), 0);
 }
 
+// What a framework imposes, passed as flags, holds in the plan written (each restriction is
+// judged against the exhaustive search in tests/planner/exhaustive_search_test.cc).
+TEST(Cli, PlanHonoursTheRestrictionsAsked) {
+  const Result r =
+      run("plan --model gpt3-1.3b --global-batch 32 --schedule 1f1b,zb-h1 --max-stages 2 --same-dp "
+          "--max-tp 2 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto plan = nlohmann::json::parse(r.out)["plan"];
+  EXPECT_FALSE(plan.contains("replicas"));
+  const std::string kind = plan["schedule"]["kind"];
+  EXPECT_TRUE(kind == "1f1b" || kind == "zb-h1") << kind;
+  ASSERT_LE(plan["stages"].size(), 2u);
+  for (const auto& stage : plan["stages"]) {
+    EXPECT_EQ(stage["dp"], plan["stages"][0]["dp"]);
+    EXPECT_LE(stage["tp"].get<int>(), 2);
+  }
+  const Result fixed =
+      run("plan --model gpt3-1.3b --global-batch 32 --micro-batch 4 --format json");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
+  EXPECT_EQ(nlohmann::json::parse(fixed.out)["plan"]["micro_batch_size"], 4);
+}
+
 TEST(Cli, PlanBaselineEmitsThatBaseline) {
   const Result r = run("plan --model gpt3-1.3b --global-batch 32 --baseline parameters");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -394,8 +416,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInvocation{"plan --global-batch 16 --baseline even", "--baseline"},
         BadInvocation{"plan --global-batch 4194304 --micro-batch 1",
                       "expected at most 65536 micro-batches per iteration, got 4194304"},
-        BadInvocation{"plan --global-batch 4194305",
-                      "expected a batch that splits into at most 65536 micro-batches"},
+        BadInvocation{"plan --global-batch 8 --schedule 1f1b,pipedream", "--schedule"},
+        BadInvocation{"plan --global-batch 8 --max-stages 1 --max-tp 1",
+                      "no plan fits: gpt3-2.7b needs 41.4 GiB for weights, gradients and Adam "
+                      "state; over at most 1 stage(s) with tensor parallelism 1"},
+        BadInvocation{"plan --global-batch 8 --max-stages 1 --max-tp 1",
+                      "within the limits asked for (--max-stages 1, --max-tp 1)"},
         BadInvocation{"simulate --plan /nonexistent/plan.json",
                       "/nonexistent/plan.json: cannot open"}));
 

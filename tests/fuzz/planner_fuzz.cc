@@ -85,8 +85,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const cost::CostModel costs(model, cluster);
       planner::PlanRequest request;
       request.batch = {"fuzzed", "fuzzed", global_batch, 0,
-                       planner::micro_batch_candidates(global_batch, planner::kMaxMicroBatch)};
-      request.max_stages = max_stages;
+                       planner::micro_batch_sizes(global_batch)};
+      request.space.max_stages = max_stages;
       return planner::make_plan(costs, request).best.plan;
     } catch (const InputError&) {
       return std::nullopt;  // "no plan fits", with its numbers, or a model the readers refuse

@@ -115,7 +115,7 @@ class TwoHeavyBlocks : public ::testing::Test {
 
 TEST_F(TwoHeavyBlocks, PipelinesSideBySideBeatOnePipelineAndTheFasterTakesMore) {
   PlanRequest request;
-  request.batch = {"wide-two-block", "a100-v100-pair", 64, 0, micro_batch_candidates(64, 32)};
+  request.batch = {"wide-two-block", "a100-v100-pair", 64, 0, micro_batch_sizes(64)};
   const PlanResult result = make_plan(costs, request);
   const auto& best = result.best;
   ASSERT_EQ(best.plan.pipeline_count(), 2) << best.label;
@@ -147,7 +147,7 @@ TEST_F(TwoHeavyBlocks, SharesMatchBruteForceOverEverySplitOfTheBatch) {
   // Each class is one GPU, so each pipeline is one stage holding the whole model: brute
   // force every share of the batch and every micro-batch size of each pipeline.
   const int layers = model.num_layers();
-  const auto sizes = micro_batch_candidates(64, kMaxMicroBatch);
+  const auto sizes = micro_batch_sizes(64);
   double brute_best = std::numeric_limits<double>::infinity();
   int64_t brute_share = 0;
   for (int64_t share = 1; share < 64; ++share) {

@@ -38,6 +38,8 @@ struct PlanArgs {
   std::optional<std::string> out;
   int max_stages = 32;
   int max_tp = 0;  // 0: as wide as a node allows
+  bool same_dp = false;
+  std::vector<std::string> schedules;  // kinds allowed; empty: every kind
   bool explain = false;
   OutputFormat format = OutputFormat::table;
 };
@@ -197,8 +199,12 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
   };
   request.batch = {
       reference(args.model), reference(args.cluster), args.global_batch, args.seq_len, {}};
-  request.max_stages = args.max_stages;
-  if (args.max_tp > 0) request.max_tp = args.max_tp;
+  request.space.max_stages = args.max_stages;
+  if (args.max_tp > 0) request.space.max_tp = args.max_tp;
+  request.space.same_dp = args.same_dp;
+  for (const auto& name : args.schedules) {
+    request.space.schedules.push_back(*schedule::parse_schedule_kind(name));
+  }
   request.every_order = args.explain;
   if (args.micro_batch) {
     if (args.global_batch % *args.micro_batch != 0) {
@@ -206,9 +212,9 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
                        fmt::format("expected a divisor of the global batch {}", args.global_batch));
     }
     request.batch.micro_batch_sizes = {*args.micro_batch};
+    request.space.micro_batch = *args.micro_batch;
   } else {
-    request.batch.micro_batch_sizes =
-        planner::micro_batch_candidates(args.global_batch, planner::kMaxMicroBatch);
+    request.batch.micro_batch_sizes = planner::micro_batch_sizes(args.global_batch);
   }
   for (int64_t b : request.batch.micro_batch_sizes) {
     if (args.global_batch / b > kMaxMicroBatches) {
@@ -216,12 +222,6 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
                        fmt::format("expected at most {} micro-batches per iteration, got {}",
                                    kMaxMicroBatches, args.global_batch / b));
     }
-  }
-  if (request.batch.micro_batch_sizes.empty()) {
-    throw InputError("--global-batch", std::to_string(args.global_batch),
-                     fmt::format("expected a batch that splits into at most {} micro-batches "
-                                 "of at most {} sequences (a power of two dividing it)",
-                                 kMaxMicroBatches, planner::kMaxMicroBatch));
   }
 
   planner::ScoredPlan chosen;
@@ -300,7 +300,7 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
       ->check(positive_integer());
   command
       ->add_option("--micro-batch", args->micro_batch,
-                   "Fix the micro-batch size (default: search powers of two)")
+                   "Fix the micro-batch size (default: search every divisor of the global batch)")
       ->check(positive_integer());
   command
       ->add_option("--max-tp", args->max_tp,
@@ -309,6 +309,14 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
   command->add_option("--max-stages", args->max_stages, "Most pipeline stages to consider")
       ->check(positive_integer())
       ->default_str("32");
+  command
+      ->add_option("--schedule", args->schedules,
+                   "Schedule kinds the plan may use, comma-separated (default: every kind)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(schedule::schedule_kind_names()));
+  command->add_flag("--same-dp", args->same_dp,
+                    "Every stage the same data-parallel degree, one pipeline (as Megatron-LM and "
+                    "DeepSpeed require)");
   command->add_option("--profiles", args->profiles, "Profile database to prefer over estimates");
   command->add_option("--baseline", args->baseline, "Emit a baseline's plan instead")
       ->check(CLI::IsMember(planner::baseline_names()));

@@ -70,14 +70,6 @@ std::vector<std::string> baseline_names() {
   return {kNames[0], kNames[1], kNames[2]};
 }
 
-std::vector<int64_t> micro_batch_candidates(int64_t global_batch, int64_t limit) {
-  std::vector<int64_t> sizes;
-  for (int64_t b = 1; b <= std::min(global_batch, limit); b *= 2) {
-    if (global_batch % b == 0 && global_batch / b <= kMaxMicroBatches) sizes.push_back(b);
-  }
-  return sizes;
-}
-
 std::optional<ScoredPlan> best_baseline(const cost::CostModel& costs, const BatchSettings& batch,
                                         Baseline baseline) {
   const auto& cluster = costs.cluster();

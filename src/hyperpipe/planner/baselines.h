@@ -35,8 +35,4 @@ struct BatchSettings {
 std::optional<ScoredPlan> best_baseline(const cost::CostModel& costs, const BatchSettings& batch,
                                         Baseline baseline);
 
-// Powers of two dividing the global batch, up to `limit`, that leave at most
-// kMaxMicroBatches micro-batches.
-std::vector<int64_t> micro_batch_candidates(int64_t global_batch, int64_t limit);
-
 }  // namespace hyperpipe::planner

@@ -26,7 +26,8 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
   };
   std::vector<Size> sizes;
   for (int64_t b : options.micro_batch_sizes) {
-    auto oracle = std::make_unique<CostOracle>(costs, classes, b, seq, options.max_tp);
+    auto oracle =
+        std::make_unique<CostOracle>(costs, classes, b, seq, options.max_tp, options.only_dp);
     const int m = static_cast<int>(options.global_batch / b);
     const double bound = objective_lower_bound(*oracle, m);
     auto& shapes = result.shapes[b];
@@ -70,15 +71,20 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
       search.prune_above = objectives[options.keep - 1];
       if (size.bound >= search.prune_above) continue;
     }
-    for (auto& pipeline : search_pipelines(*size.oracle, search)) {
+    std::vector<Pipeline> runners_up;
+    for (auto& pipeline : search_pipelines(*size.oracle, search, &runners_up)) {
       if (seen(size.micro_batch, pipeline.order)) continue;  // the probe's, already kept
       found.push_back({std::move(pipeline), size.micro_batch});
     }
+    for (auto& pipeline : runners_up) {
+      result.runners_up.push_back({std::move(pipeline), size.micro_batch});
+    }
   }
-  std::stable_sort(result.candidates.begin(), result.candidates.end(),
-                   [](const Candidate& a, const Candidate& b) {
-                     return a.pipeline.objective < b.pipeline.objective;
-                   });
+  for (auto* list : {&result.candidates, &result.runners_up}) {
+    std::stable_sort(list->begin(), list->end(), [](const Candidate& a, const Candidate& b) {
+      return a.pipeline.objective < b.pipeline.objective;
+    });
+  }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

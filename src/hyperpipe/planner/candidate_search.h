@@ -21,6 +21,8 @@ struct Candidate {
 
 struct CandidateSearch {
   std::vector<Candidate> candidates;  // best objective first
+  // Other stage counts' best pipelines met by the searches (search_pipelines), best first.
+  std::vector<Candidate> runners_up;
   // The shapes each micro-batch size's search used, per class (pipelines index them).
   std::map<int64_t, std::vector<std::vector<Shape>>> shapes;
   double seconds = 0;
@@ -32,6 +34,7 @@ struct CandidateOptions {
   std::vector<int64_t> micro_batch_sizes;
   int max_stages = 32;
   int max_tp = std::numeric_limits<int>::max();  // tensor parallelism at most this
+  int only_dp = 0;                               // every stage this dp (0: any)
   int keep = 3;                                  // exact best pipelines wanted over all sizes
   bool every_order = false;  // every class order's best, no pruning across orders
 };

@@ -1,6 +1,8 @@
 #include "hyperpipe/planner/cost_oracle.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace hyperpipe::planner {
 namespace {
@@ -20,22 +22,70 @@ cluster::Link class_link(const cluster::Cluster& cluster, const DeviceClass& fro
   return cluster.link_between(from.devices.front(), other);
 }
 
+// The tied embedding's gradient sum between a first stage of one class and a last stage of
+// another (sim/plan_simulation.cc sums it the same way), at its least over both classes'
+// shapes; within one class the two stages may share a node, so its fastest link counts.
+std::vector<std::vector<double>> tied_embedding_tails(
+    const cost::CostModel& costs, const std::vector<DeviceClass>& classes,
+    const std::vector<std::vector<Shape>>& shapes) {
+  const auto& config = costs.model().config();
+  const size_t n = classes.size();
+  std::vector<std::vector<double>> tail(n, std::vector<double>(n, 0.0));
+  if (!config.tied_embeddings) return tail;
+  const double matrix = static_cast<double>(config.vocab) * static_cast<double>(config.hidden) *
+                        model::bytes_per_element(config.dtype);
+  const auto& cluster = costs.cluster();
+  for (size_t a = 0; a < n; ++a) {
+    for (size_t b = 0; b < n; ++b) {
+      if (a == b) continue;  // may be one group, or two on one node: bounded by 0
+      const auto link =
+          cluster.link_between(classes[a].devices.front(), classes[b].devices.front());
+      double least = std::numeric_limits<double>::infinity();
+      for (const Shape& first : shapes[a]) {
+        for (const Shape& last : shapes[b]) {
+          const double bytes = first.tp == last.tp ? matrix / first.tp : matrix;
+          const int ranks = first.tp == last.tp ? first.dp + last.dp : first.size() + last.size();
+          least = std::min(least, costs.allreduce_time(bytes, ranks, link));
+        }
+      }
+      tail[a][b] = std::isfinite(least) ? least : 0.0;
+    }
+  }
+  return tail;
+}
+
 }  // namespace
 
 CostOracle::CostOracle(const cost::CostModel& costs, const std::vector<DeviceClass>& classes,
-                       int64_t micro_batch, int64_t seq_len, int max_tp)
+                       int64_t micro_batch, int64_t seq_len, int max_tp, int only_dp)
     : layers_(costs.model().num_layers()), classes_(classes) {
   const auto& cluster = costs.cluster();
   const auto divisor = costs.model().config().tensor_parallel_divisor();
   for (size_t c = 0; c < classes_.size(); ++c) {
     const DeviceClass& cls = classes_[c];
-    shapes_.push_back(class_shapes(cls, divisor, micro_batch, max_tp));
+    shapes_.push_back(class_shapes(cls, divisor, micro_batch, max_tp, only_dp));
     std::vector<Table> tables;
     for (const Shape& shape : shapes_.back()) {
       Table table;
       const std::vector<int> devices(cls.devices.begin(), cls.devices.begin() + shape.size());
       table.group = cost::make_device_group(cluster, devices, shape.dp, shape.tp);
       table.static_bytes.assign(layers_ + 1, 0.0);
+      table.epilogue.assign(layers_ + 1, 0.0);
+      table.optimizer.assign(layers_ + 1, 0.0);
+      // The all-reduce is affine in its bytes (cost_model.h): f(0⁺) = 2 f(x) − f(2x).
+      const double layer_bytes = costs.range_params(0, 1, shape.tp) *
+                                 model::bytes_per_element(costs.model().config().dtype);
+      table.epilogue_fixed =
+          std::max(0.0, 2 * costs.allreduce_time(layer_bytes, shape.dp, table.group.dp_link) -
+                            costs.allreduce_time(2 * layer_bytes, shape.dp, table.group.dp_link));
+      for (int l = 0; l < layers_; ++l) {
+        const double allreduce = costs.gradient_allreduce_time(l, l + 1, table.group);
+        const double optimizer = costs.optimizer_time(l, l + 1, table.group);
+        table.optimizer[l + 1] = table.optimizer[l] + optimizer;
+        table.epilogue[l + 1] = table.epilogue[l] +
+                                (allreduce > 0 ? allreduce - table.epilogue_fixed : 0.0) +
+                                optimizer;
+      }
       for (model::Recompute r : kRecomputeOptions) {
         auto& time = table.time[recompute_index(r)];
         auto& act = table.activations[recompute_index(r)];
@@ -68,6 +118,7 @@ CostOracle::CostOracle(const cost::CostModel& costs, const std::vector<DeviceCla
     }
     tables_.push_back(std::move(tables));
   }
+  tail_ = tied_embedding_tails(costs, classes_, shapes_);
 }
 
 }  // namespace hyperpipe::planner

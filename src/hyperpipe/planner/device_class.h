@@ -35,9 +35,10 @@ inline constexpr int kSubNodeGroupsUpToNodes = 4;
 // more than kSubNodeGroupsUpToNodes nodes, only 1, 2, 4, … whole nodes; tp a power of two
 // within a node that divides `tp_divisor` (the model's tensor_parallel_divisor(): heads,
 // key/value heads and MLP columns split evenly); at most `max_dp` data-parallel ranks
-// (each needs at least one sequence of the micro-batch); tp at most `max_tp`.
+// (each needs at least one sequence of the micro-batch); tp at most `max_tp`; dp exactly
+// `only_dp` when that is not 0.
 std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t tp_divisor, int64_t max_dp,
-                                int max_tp = std::numeric_limits<int>::max());
+                                int max_tp = std::numeric_limits<int>::max(), int only_dp = 0);
 
 // Device ids for each stage (in pipeline order) of one class: groups are handed out
 // largest first, in pieces of at most a node, each piece inside one node (first fit), so

@@ -11,6 +11,7 @@
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/planner/candidate_search.h"
+#include "hyperpipe/planner/local_refinement.h"
 #include "hyperpipe/planner/replica_search.h"
 
 namespace hyperpipe::planner {
@@ -22,40 +23,88 @@ std::string order_label(const std::vector<DeviceClass>& classes, const std::vect
   return label;
 }
 
+// The dp values a same-dp search tries: every dp some class's shapes offer.
+std::vector<int> dp_values(const cost::CostModel& costs, const std::vector<DeviceClass>& classes,
+                           const PlanRequest& request) {
+  int64_t largest = 1;
+  for (int64_t b : request.batch.micro_batch_sizes) largest = std::max(largest, b);
+  std::vector<int> values;
+  for (const auto& cls : classes) {
+    for (const Shape& shape : class_shapes(cls, costs.model().config().tensor_parallel_divisor(),
+                                           largest, request.space.max_tp)) {
+      values.push_back(shape.dp);
+    }
+  }
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
+}
+
 }  // namespace
 
 PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   const auto classes = device_classes(costs.cluster());
   PlanResult result;
 
-  // 1. The search, for every micro-batch size.
+  // 1. The search, for every micro-batch size (and, for one dp on every stage, every dp).
   CandidateOptions options;
   options.global_batch = request.batch.global_batch;
   options.seq_len = request.batch.seq_len;
   options.micro_batch_sizes = request.batch.micro_batch_sizes;
-  options.max_stages = request.max_stages;
-  options.max_tp = request.max_tp;
+  options.max_stages = request.space.max_stages;
+  options.max_tp = request.space.max_tp;
   options.keep = kRescoredCandidates;
   options.every_order = request.every_order;
-  CandidateSearch search = search_candidates(costs, classes, options);
-  result.search_seconds = search.seconds;
-  const auto& candidates = search.candidates;
-  auto& shapes = search.shapes;
+  std::vector<CandidateSearch> searches;
+  for (int dp : request.space.same_dp ? dp_values(costs, classes, request) : std::vector<int>{0}) {
+    options.only_dp = dp;
+    searches.push_back(search_candidates(costs, classes, options));
+    result.search_seconds += searches.back().seconds;
+  }
+  struct Found {
+    const Candidate* candidate;
+    const CandidateSearch* search;
+  };
+  std::vector<Found> candidates;
+  for (const auto& search : searches) {
+    for (const auto* list : {&search.candidates, &search.runners_up}) {
+      for (const auto& candidate : *list) candidates.push_back({&candidate, &search});
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Found& a, const Found& b) {
+    return a.candidate->pipeline.objective < b.candidate->pipeline.objective;
+  });
 
-  // 2. Re-score the best few, and the best of every order, with the simulator.
+  // 2. Re-score with the simulator. The search's objective leaves out the all-reduce, the
+  // optimizer, the schedule and where the devices sit, so a close runner-up may win:
+  // first every candidate within kRescoreMargin of the best objective (at most
+  // kFirstPassCandidates) and the best of every order and micro-batch size, under 1F1B;
+  // then the kRescoredCandidates fastest of those, and each order's best, under every
+  // schedule of the space.
+  struct FirstPass {
+    ScoredPlan scored;
+    bool first_of_order;
+  };
+  std::vector<FirstPass> first_pass;
   std::map<std::vector<int>, bool> order_seen;
-  std::vector<ScoredPlan> searched;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const auto& candidate = candidates[i];
-    const bool first_of_order = !order_seen[candidate.pipeline.order];
-    order_seen[candidate.pipeline.order] = true;
-    if (static_cast<int>(i) >= kRescoredCandidates && !first_of_order) continue;
+  std::map<int64_t, bool> size_seen;
+  int within_margin = 0;
+  for (const auto& [candidate, search] : candidates) {
+    const bool first_of_order = !order_seen[candidate->pipeline.order];
+    const bool first_of_size = !size_seen[candidate->micro_batch];
+    order_seen[candidate->pipeline.order] = true;
+    size_seen[candidate->micro_batch] = true;
+    const bool close = candidate->pipeline.objective <=
+                           kRescoreMargin * candidates.front().candidate->pipeline.objective &&
+                       within_margin < kFirstPassCandidates;
+    if (!close && !first_of_order && !first_of_size) continue;
+    within_margin += close;
     plan::Plan plan;
     plan.model = request.batch.model;
     plan.cluster = request.batch.cluster;
     plan.seq_len = request.batch.seq_len;
     try {
-      plan.pipeline(0) = to_pipeline(candidate, classes, shapes[candidate.micro_batch],
+      plan.pipeline(0) = to_pipeline(*candidate, classes, search->shapes.at(candidate->micro_batch),
                                      request.batch.global_batch);
     } catch (const std::invalid_argument& error) {
       // The search counts devices per class; a rare mix of group sizes may not pack into
@@ -64,17 +113,53 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
       continue;
     }
     if (!simulatable(plan)) continue;
-    ScoredPlan scored = best_schedule(costs, plan, order_label(classes, candidate.pipeline.order));
-    scored.estimate = candidate.pipeline.objective;
-    if (first_of_order) result.per_order.push_back(scored);
-    searched.push_back(std::move(scored));
+    ScoredPlan scored =
+        score_plan(costs, std::move(plan), order_label(classes, candidate->pipeline.order));
+    scored.estimate = candidate->pipeline.objective;
+    log().debug("planner: {} ({} stages, micro-batch {}): estimate {:.4f} s, 1F1B {:.4f} s{}",
+                scored.label, scored.plan.stages.size(), candidate->micro_batch, scored.estimate,
+                scored.iteration_time(), scored.fits ? "" : " (does not fit)");
+    first_pass.push_back({std::move(scored), first_of_order});
+  }
+  std::vector<size_t> by_time(first_pass.size());
+  for (size_t i = 0; i < by_time.size(); ++i) by_time[i] = i;
+  std::stable_sort(by_time.begin(), by_time.end(), [&](size_t a, size_t b) {
+    return preferred(first_pass[a].scored, first_pass[b].scored);
+  });
+  // The fastest few are also refined by the simulator's neighbourhood search
+  // (local_refinement.h), under 1F1B and under their best schedule.
+  std::vector<ScoredPlan> searched;
+  const auto schedule_and_keep = [&](const ScoredPlan& plan) -> std::optional<ScoredPlan> {
+    auto scored = best_schedule(costs, plan.plan, plan.label, request.space);
+    if (!scored) return std::nullopt;
+    scored->estimate = plan.estimate;
+    searched.push_back(*scored);
+    return scored;
+  };
+  // Fastest per class order and stage count, so that sizes of one layout do not crowd out
+  // the others.
+  std::map<std::pair<std::string, size_t>, bool> layout_seen;
+  int layouts = 0;
+  for (size_t rank : by_time) {
+    const auto& [first, first_of_order] = first_pass[rank];
+    const bool new_layout = !layout_seen[{first.label, first.plan.stages.size()}];
+    layout_seen[{first.label, first.plan.stages.size()}] = true;
+    const bool fastest = new_layout && layouts < kRescoredCandidates;
+    layouts += fastest;
+    if (!fastest && !first_of_order) continue;
+    const auto scheduled = schedule_and_keep(first);
+    if (scheduled && first_of_order) result.per_order.push_back(*scheduled);
+    if (!fastest) continue;
+    schedule_and_keep(refine(costs, first, request.space));
+    if (scheduled) {
+      searched.push_back(refine(costs, *scheduled, request.space));
+    }
   }
 
   // 3. Pipelines of different composition side by side, each with its share of the batch.
-  if (request.replicas) {
+  if (request.replicas && !request.space.same_dp && !request.space.micro_batch) {
     const auto start = std::chrono::steady_clock::now();
-    for (auto& scored :
-         search_replicas(costs, classes, {request.batch, request.max_stages, request.max_tp})) {
+    for (auto& scored : search_replicas(costs, classes, {request.batch, request.space})) {
       result.per_order.push_back(scored);
       searched.push_back(std::move(scored));
     }
@@ -94,12 +179,16 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   const ScoredPlan* best = nullptr;
   for (const auto* pool : {&searched, &result.baselines}) {
     for (const auto& scored : *pool) {
-      if (scored.fits && (!best || preferred(scored, *best))) best = &scored;
+      if (scored.fits && within(scored.plan, request.space) && (!best || preferred(scored, *best)))
+        best = &scored;
     }
   }
   if (!best) {
+    std::string reason = infeasibility_reason(costs, request);
+    const std::string limits = request.space.limits_text();
+    if (!limits.empty()) reason += "; within the limits asked for (" + limits + ")";
     throw InputError("--model " + request.batch.model, "--cluster " + request.batch.cluster,
-                     infeasibility_reason(costs, request));
+                     reason);
   }
   result.best = *best;
   log().debug("planner: {} candidates, search {:.3f} s, replicas {:.3f} s", candidates.size(),
@@ -115,7 +204,7 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
   int widest_tp = 1;
   for (const auto& cls : classes) {
     largest_device = std::max(largest_device, cluster.device_memory(cls.devices.front()));
-    for (int tp = 1; tp <= cls.node_size; tp *= 2) {
+    for (int tp = 1; tp <= std::min(cls.node_size, request.space.max_tp); tp *= 2) {
       if (cls.node_size % tp == 0 && model.config().tensor_parallel_divisor() % tp == 0) {
         widest_tp = std::max(widest_tp, tp);
       }
@@ -130,7 +219,7 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
   bool any_shape = false;
   for (const auto& cls : classes) {
     any_shape = any_shape || !class_shapes(cls, model.config().tensor_parallel_divisor(),
-                                           largest_micro_batch, request.max_tp)
+                                           largest_micro_batch, request.space.max_tp)
                                   .empty();
   }
   if (!any_shape) {
@@ -165,11 +254,11 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
         model.config().name, format_bytes(static_bytes), format_bytes(total_memory), devices,
         cluster.name(), format_bytes(costs.options().reserved_memory_bytes));
   }
-  const int stages = std::min(model.num_layers(), devices);
+  const int stages = std::min({model.num_layers(), devices, request.space.max_stages});
   const double share = static_bytes / (static_cast<double>(stages) * widest_tp);
   return fmt::format(
-      "no plan fits: {} needs {} for weights, gradients and Adam state; over at most {} stages "
-      "with tensor parallelism {} that is at least {} per GPU (its largest layer alone {} "
+      "no plan fits: {} needs {} for weights, gradients and Adam state; over at most {} "
+      "stage(s) with tensor parallelism {} that is at least {} per GPU (its largest layer alone {} "
       "over tp {}), plus {} reserved and the activations of the micro-batches in flight; the "
       "largest device has {} (global batch {})",
       model.config().name, format_bytes(static_bytes), stages, widest_tp, format_bytes(share),

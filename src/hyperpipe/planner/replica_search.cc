@@ -75,9 +75,9 @@ class GroupSearch {
     CandidateOptions candidate_options;
     candidate_options.global_batch = share;
     candidate_options.seq_len = options_.batch.seq_len;
-    candidate_options.micro_batch_sizes = micro_batch_candidates(share, kMaxMicroBatch);
-    candidate_options.max_stages = options_.max_stages;
-    candidate_options.max_tp = options_.max_tp;
+    candidate_options.micro_batch_sizes = micro_batch_sizes(share);
+    candidate_options.max_stages = options_.space.max_stages;
+    candidate_options.max_tp = options_.space.max_tp;
     candidate_options.keep = 1;
     const CandidateSearch search = search_candidates(costs_, classes_, candidate_options);
     for (const auto& candidate : search.candidates) {
@@ -185,8 +185,8 @@ std::optional<ScoredPlan> best_of_split(const cost::CostModel& costs,
     best = std::move(candidate);
   }
   if (!best) return std::nullopt;
-  ScoredPlan scheduled = best_schedule(costs, best->plan, best->label);
-  scheduled.estimate = best->estimate;
+  auto scheduled = best_schedule(costs, best->plan, best->label, options.space);
+  if (scheduled) scheduled->estimate = best->estimate;
   return scheduled;
 }
 

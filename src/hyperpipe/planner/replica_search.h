@@ -6,12 +6,12 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include "hyperpipe/cost/cost_model.h"
 #include "hyperpipe/planner/baselines.h"
 #include "hyperpipe/planner/device_class.h"
+#include "hyperpipe/planner/plan_space.h"
 #include "hyperpipe/planner/scored_plan.h"
 
 namespace hyperpipe::planner {
@@ -46,8 +46,7 @@ int64_t share_granule(int64_t global_batch, int pipelines);
 
 struct ReplicaOptions {
   BatchSettings batch;  // micro_batch_sizes is ignored: each share has its own
-  int max_stages = 32;
-  int max_tp = std::numeric_limits<int>::max();
+  PlanSpace space;
 };
 
 // The best plan of several pipelines for each split that has one, scored by the

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "hyperpipe/common/limits.h"
+#include "hyperpipe/cost/device_group.h"
 #include "hyperpipe/schedule/generators.h"
 
 namespace hyperpipe::planner {
@@ -66,22 +67,21 @@ std::optional<plan::Pipeline> interleave(const plan::Pipeline& plan, int chunks)
   return result;
 }
 
-namespace {
-
-// Tries the schedules for pipeline p of `best`'s plan, keeping whichever is preferred.
-void improve_schedule(const cost::CostModel& costs, int p, ScoredPlan& best) {
-  const plan::Pipeline original = best.plan.pipeline(p);
-  if (original.chunks != 1) return;
-  const auto try_variant = [&](plan::Pipeline variant) {
-    plan::Plan candidate = best.plan;
-    candidate.pipeline(p) = std::move(variant);
-    if (!simulatable(candidate)) return;
-    ScoredPlan scored = score_plan(costs, std::move(candidate), best.label);
-    if (preferred(scored, best)) best = std::move(scored);
-  };
+std::vector<plan::Pipeline> schedule_variants(const ScoredPlan& scored, int p,
+                                              const PlanSpace& space) {
+  const plan::Pipeline& original = scored.plan.pipeline(p);
+  if (original.chunks != 1) return {original};  // interleaved already: kept as it is
+  std::vector<plan::Pipeline> variants;
+  plan::Pipeline variant = original;
+  variant.warmup.clear();
+  for (auto kind : {schedule::ScheduleKind::one_f_one_b, schedule::ScheduleKind::gpipe,
+                    schedule::ScheduleKind::zb_h1}) {
+    variant.schedule = kind;
+    if (space.allows(kind)) variants.push_back(variant);
+  }
 
   // Link-aware warm-up: deeper in front of slow links, as far as memory allows.
-  const auto& sim = best.simulation;
+  const auto& sim = scored.simulation;
   const auto stages = sim.pipeline_stages(p);
   const int ranks = original.ranks();
   std::vector<double> rank_time;
@@ -101,24 +101,65 @@ void improve_schedule(const cost::CostModel& costs, int p, ScoredPlan& best) {
   std::vector<int> one_f_one_b;
   one_f_one_b.reserve(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) one_f_one_b.push_back(std::min(ranks - r, max_in_flight[r]));
-  plan::Pipeline variant = original;
-  if (depths != one_f_one_b) {
+  if (depths != one_f_one_b && space.allows(schedule::ScheduleKind::hetero_1f1b)) {
     variant.schedule = schedule::ScheduleKind::hetero_1f1b;
     variant.warmup = depths;
-    try_variant(variant);
+    variants.push_back(variant);
   }
-  variant.schedule = schedule::ScheduleKind::zb_h1;
-  variant.warmup.clear();
-  try_variant(variant);
-  for (int chunks : kInterleaveChunks) {
-    if (auto interleaved = interleave(original, chunks)) try_variant(*interleaved);
+  if (space.allows(schedule::ScheduleKind::interleaved)) {
+    for (int chunks : kInterleaveChunks) {
+      if (auto interleaved = interleave(original, chunks)) variants.push_back(*interleaved);
+    }
   }
+  return variants;
 }
 
-}  // namespace
+double iteration_lower_bound(const cost::CostModel& costs, const plan::Plan& plan) {
+  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
+  double bound = 0;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    const auto& pipeline = plan.pipeline(p);
+    const int ranks = pipeline.ranks();
+    std::vector<double> compute(ranks, 0.0), optimizer(ranks, 0.0);
+    std::vector<double> allreduce(ranks, std::numeric_limits<double>::infinity());
+    std::vector<double> first_forward(ranks, 0.0);
+    std::vector<cost::DeviceGroup> groups;
+    for (int s = 0; s < static_cast<int>(pipeline.stages.size()); ++s) {
+      const auto& stage = pipeline.stages[s];
+      const int r = s % ranks;
+      groups.push_back(cost::make_device_group(costs.cluster(), stage.devices, stage.dp, stage.tp));
+      const auto& group = groups.back();
+      const auto time = costs.range_time(stage.first_layer, stage.end_layer, group,
+                                         pipeline.micro_batch_size, seq, stage.recompute);
+      compute[r] += time.total();
+      if (s < ranks) first_forward[r] = time.forward;
+      optimizer[r] += costs.optimizer_time(stage.first_layer, stage.end_layer, group);
+      allreduce[r] = std::min(
+          allreduce[r], costs.gradient_allreduce_time(stage.first_layer, stage.end_layer, group));
+    }
+    // Micro-batch 0 reaches rank r + 1 after rank r's first forward and its transfer.
+    double start = 0;
+    for (int r = 0; r < ranks; ++r) {
+      bound = std::max(bound,
+                       start + pipeline.micro_batches * compute[r] + allreduce[r] + optimizer[r]);
+      start += first_forward[r];
+      if (r + 1 < ranks) {
+        start +=
+            costs
+                .cut_transfer(pipeline.stages[r].end_layer - 1, pipeline.micro_batch_size, seq,
+                              groups[r], groups[r + 1],
+                              sim::slowest_pair_link(costs.cluster(), groups[r], groups[r + 1]))
+                .seconds;
+      }
+    }
+  }
+  return bound;
+}
 
-ScoredPlan best_schedule(const cost::CostModel& costs, const plan::Plan& plan,
-                         const std::string& label) {
+std::optional<ScoredPlan> best_schedule(const cost::CostModel& costs, const plan::Plan& plan,
+                                        const std::string& label, const PlanSpace& space,
+                                        double skip_from) {
+  // Every pipeline starts as 1F1B: its simulation sizes the warm-up depths.
   plan::Plan start = plan;
   for (int p = 0; p < start.pipeline_count(); ++p) {
     auto& pipeline = start.pipeline(p);
@@ -126,17 +167,28 @@ ScoredPlan best_schedule(const cost::CostModel& costs, const plan::Plan& plan,
     pipeline.schedule = schedule::ScheduleKind::one_f_one_b;
     pipeline.warmup.clear();
   }
-  ScoredPlan best = score_plan(costs, std::move(start), label);
-  for (int p = 0; p < plan.pipeline_count(); ++p) improve_schedule(costs, p, best);
-  // Each chunk's all-reduce beside the backward left: kept where the simulator says it
-  // pays (the runtime runs it as planned).
-  if (!best.plan.overlap_allreduce) {
-    plan::Plan overlapped = best.plan;
-    overlapped.overlap_allreduce = true;
-    ScoredPlan candidate = score_plan(costs, std::move(overlapped), best.label);
-    if (preferred(candidate, best)) best = std::move(candidate);
+  ScoredPlan current = score_plan(costs, std::move(start), label);
+  // Each pipeline's schedule in turn, the others fixed, each with the all-reduce after the
+  // last op and beside the backward left (the runtime runs either as planned).
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    std::optional<ScoredPlan> best;
+    for (auto& variant : schedule_variants(current, p, space)) {
+      plan::Plan candidate = current.plan;
+      candidate.pipeline(p) = std::move(variant);
+      if (std::isfinite(skip_from) && iteration_lower_bound(costs, candidate) >= skip_from) {
+        continue;
+      }
+      for (bool overlap : {false, true}) {
+        candidate.overlap_allreduce = overlap;
+        if (!simulatable(candidate)) continue;
+        ScoredPlan scored = score_plan(costs, candidate, label);
+        if (!best || preferred(scored, *best)) best = std::move(scored);
+      }
+    }
+    if (!best) return std::nullopt;  // no schedule the space allows runs this pipeline
+    current = std::move(*best);
   }
-  return best;
+  return current;
 }
 
 }  // namespace hyperpipe::planner

@@ -2,11 +2,14 @@
 // baseline, by one yardstick.
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hyperpipe/cost/cost_model.h"
 #include "hyperpipe/plan/plan.h"
+#include "hyperpipe/planner/plan_space.h"
 #include "hyperpipe/sim/plan_simulation.h"
 
 namespace hyperpipe::planner {
@@ -36,13 +39,28 @@ bool simulatable(const plan::Plan& plan);
 
 ScoredPlan score_plan(const cost::CostModel& costs, plan::Plan plan, std::string label);
 
-// The plan under each schedule that keeps each device group's layers (1F1B, the
-// heterogeneity-aware 1F1B with link-aware warm-up depths within memory, ZB-H1, and
-// interleaved 1F1B with each group's layers cut into kInterleaveChunks chunks); the
-// fastest that fits, or the 1F1B one if none fits. With several pipelines, each one's
-// schedule is chosen in turn, the others fixed. Pipelines already interleaved keep theirs.
-ScoredPlan best_schedule(const cost::CostModel& costs, const plan::Plan& plan,
-                         const std::string& label);
+// Pipeline p of a plan scored under 1F1B, under each schedule of the space that keeps each
+// device group's layers (plan_space.h): 1F1B, GPipe, ZB-H1, the heterogeneity-aware 1F1B
+// with link-aware warm-up depths within memory (when they differ from 1F1B's), interleaved
+// 1F1B with each group's layers cut into kInterleaveChunks chunks. Only the kinds `space`
+// allows; a pipeline already interleaved is its own only variant.
+std::vector<plan::Pipeline> schedule_variants(const ScoredPlan& scored, int p,
+                                              const PlanSpace& space);
+
+// A lower bound on the plan's simulated iteration, without simulating: every device group
+// starts only when micro-batch 0 has come through the forwards of the groups before it,
+// then runs m micro-batches' compute one op at a time, then its gradient all-reduce (it
+// starts after the chunk's last weight gradient: for interleaved chunks at least the
+// cheapest chunk's) and its optimizer step (after every all-reduce).
+double iteration_lower_bound(const cost::CostModel& costs, const plan::Plan& plan);
+
+// The plan under each schedule variant, its all-reduce overlapped or not: the fastest that
+// fits, or the fastest if none fits; nullopt when the space allows no schedule for it.
+// With several pipelines, each one's schedule is chosen in turn, the others fixed.
+// Variants whose iteration_lower_bound reaches `skip_from` are not simulated.
+std::optional<ScoredPlan> best_schedule(const cost::CostModel& costs, const plan::Plan& plan,
+                                        const std::string& label, const PlanSpace& space = {},
+                                        double skip_from = std::numeric_limits<double>::infinity());
 
 // True when `a` should be preferred: it fits and `b` does not, or both fit (or neither)
 // and `a` is faster.

@@ -35,12 +35,21 @@ class StageOracle {
   // recomputation included.
   virtual double stage_time(int cls, int shape, int first, int end,
                             model::Recompute recompute) const = 0;
+  // Seconds such a stage spends once per iteration after its last backward: its gradient
+  // all-reduce over dp and its optimizer step.
+  virtual double epilogue_time(int /*cls*/, int /*shape*/, int /*first*/, int /*end*/) const {
+    return 0;
+  }
   // Whether such a stage fits its devices' memory with `in_flight` micro-batches kept.
   virtual bool fits(int cls, int shape, int first, int end, model::Recompute recompute,
                     int in_flight) const = 0;
   // One-way transfer of the activation after layer end − 1 from a stage of (cls, shape) to
   // the next stage, of class `next_cls`.
   virtual double link_time(int cls, int shape, int next_cls, int end) const = 0;
+  // Seconds once per iteration that depend only on the classes of the first and the last
+  // stage (the tied embedding's gradient summed between them), at their least over the
+  // classes' shapes, so that adding them to every pipeline of an order keeps bounds sound.
+  virtual double tail_time(int /*first_cls*/, int /*last_cls*/) const { return 0; }
 };
 
 }  // namespace hyperpipe::planner

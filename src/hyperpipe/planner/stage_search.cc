@@ -55,6 +55,7 @@ class Dp {
         options_(options),
         layers_(oracle.num_layers()),
         unit_(oracle.num_classes(), 1),
+        per_micro_batch_(1.0 / std::max(1, options.micro_batches)),
         run_(workspace.run),
         cells_(workspace.cells),
         rows_(workspace.rows) {
@@ -115,15 +116,22 @@ class Dp {
       }
     }
     int best = -1;
+    per_stage_count_.assign(max_stages_ + 1, -1);
     for (int u = 1; u <= units(order_[0]); ++u) {
       for (int j = 1; j <= max_stages_; ++j) {
         const int at = index(0, 0, u, j);
         if (value_of(at) == kInfinity) continue;
         if (better(cells_[at], best < 0 ? nullptr : &cells_[best])) best = at;
+        int& of_count = per_stage_count_[j];
+        if (better(cells_[at], of_count < 0 ? nullptr : &cells_[of_count])) of_count = at;
       }
     }
     return best;
   }
+
+  // After run(): the best cell covering the whole chain with exactly j stages, or -1.
+  int best_with_stages(int j) const { return per_stage_count_[j]; }
+  int max_stages() const { return max_stages_; }
 
   const Cell& cell(int at) const { return cells_[at]; }
   double value_of(int at) const { return cells_[at].run == run_ ? cells_[at].value : kInfinity; }
@@ -141,7 +149,8 @@ class Dp {
       stage.shape = cell.shape;
       stage.recompute = static_cast<model::Recompute>(cell.recompute);
       stage.time =
-          oracle_.stage_time(stage.cls, stage.shape, stage.first, stage.end, stage.recompute);
+          oracle_.stage_time(stage.cls, stage.shape, stage.first, stage.end, stage.recompute) +
+          per_micro_batch_ * oracle_.epilogue_time(stage.cls, stage.shape, stage.first, stage.end);
       if (cell.next >= 0) {
         const int next_cls =
             order_[(cell.next % per_layer) / ((max_used_ + 1) * (max_stages_ + 1))];
@@ -188,7 +197,10 @@ class Dp {
         place_ranges(
             from, k, used + size, after, end, g, link,
             [&](int first, int option) { return view.fits(first, end, option, in_flight); },
-            [&](int first, int option) { return view.stage_time(first, end, option); });
+            [&](int first, int option) {
+              return view.stage_time(first, end, option) +
+                     per_micro_batch_ * view.epilogue_time(first, end);
+            });
       } else {
         place_ranges(
             from, k, used + size, after, end, g, link,
@@ -196,7 +208,8 @@ class Dp {
               return oracle_.fits(cls, g, first, end, kRecomputeOptions[option], in_flight);
             },
             [&](int first, int option) {
-              return oracle_.stage_time(cls, g, first, end, kRecomputeOptions[option]);
+              return oracle_.stage_time(cls, g, first, end, kRecomputeOptions[option]) +
+                     per_micro_batch_ * oracle_.epilogue_time(cls, g, first, end);
             });
       }
     }
@@ -242,10 +255,14 @@ class Dp {
   int max_used_ = 0;
   int max_stages_ = 0;
   double bound_ = kInfinity;
+  // A stage's epilogue counts as 1/m of it per micro-batch: the iteration is about
+  // m · (τ + E/m) on the slowest stage (stage_search.h).
+  double per_micro_batch_;
   uint32_t& run_;  // the workspace's: runs of every DP of the search count on
   std::vector<Cell>& cells_;
   std::vector<RowExtent>& rows_;
   std::vector<double> dominated_;
+  std::vector<int> per_stage_count_;
 };
 
 // Every order of every non-empty subset of classes.
@@ -268,7 +285,9 @@ void orders(int classes, std::vector<int>& prefix, std::vector<bool>& used,
 // their cheapest (time × GPUs of the best shape) over the order's devices.
 class DeviceTimeBound {
  public:
-  explicit DeviceTimeBound(const StageOracle& oracle)
+  // Per layer, its compute plus its share of the epilogue (1/m of it, without the fixed
+  // part a stage pays once): a stage's τ is at least the sum over its layers.
+  DeviceTimeBound(const StageOracle& oracle, int micro_batches)
       : oracle_(oracle),
         device_time_(oracle.num_classes(), std::vector<double>(oracle.num_layers(), kInfinity)),
         fastest_(oracle.num_classes(), std::vector<double>(oracle.num_layers(), kInfinity)) {
@@ -276,7 +295,10 @@ class DeviceTimeBound {
       for (int g = 0; g < static_cast<int>(oracle.shapes(c).size()); ++g) {
         const double size = oracle.shapes(c)[g].size();
         for (int l = 0; l < oracle.num_layers(); ++l) {
-          const double time = oracle.stage_time(c, g, l, l + 1, model::Recompute::none);
+          const double epilogue =
+              oracle.epilogue_time(c, g, 0, l + 1) - oracle.epilogue_time(c, g, 0, l);
+          const double time = oracle.stage_time(c, g, l, l + 1, model::Recompute::none) +
+                              std::max(0.0, epilogue) / std::max(1, micro_batches);
           device_time_[c][l] = std::min(device_time_[c][l], time * size);
           fastest_[c][l] = std::min(fastest_[c][l], time);
         }
@@ -336,10 +358,11 @@ std::vector<std::vector<int>> all_orders_of(int classes) {
 }  // namespace
 
 double objective_lower_bound(const StageOracle& oracle, int micro_batches) {
-  const DeviceTimeBound bound(oracle);
+  const DeviceTimeBound bound(oracle, micro_batches);
   double lowest = kInfinity;
   for (const auto& order : all_orders_of(oracle.num_classes())) {
-    lowest = std::min(lowest, bound(order, micro_batches));
+    lowest = std::min(lowest,
+                      bound(order, micro_batches) + oracle.tail_time(order.front(), order.back()));
   }
   return lowest;
 }
@@ -355,7 +378,8 @@ double objective(const std::vector<StageChoice>& stages, int micro_batches) {
 }
 
 template <typename Oracle>
-std::vector<Pipeline> search(const Oracle& oracle, const SearchOptions& options) {
+std::vector<Pipeline> search(const Oracle& oracle, const SearchOptions& options,
+                             std::vector<Pipeline>* runners_up) {
   const auto all_orders = all_orders_of(oracle.num_classes());
 
   // Promising orders first, so the objective to beat drops early: by the combined speed
@@ -387,35 +411,48 @@ std::vector<Pipeline> search(const Oracle& oracle, const SearchOptions& options)
     }
     return std::min(options.prune_above, result[options.keep - 1].objective);
   };
-  const DeviceTimeBound bound_of(oracle);
+  const DeviceTimeBound bound_of(oracle, options.micro_batches);
   DpWorkspace workspace;
   if (options.max_orders > 0 && static_cast<int>(work.size()) > options.max_orders) {
     work.resize(options.max_orders);
   }
   for (size_t index : work) {
-    if (bound_of(all_orders[index], options.micro_batches) >= to_beat()) continue;
-    Dp<Oracle> dp(oracle, all_orders[index], options, workspace);
-    const double limit = to_beat();
+    const auto& order = all_orders[index];
+    const double tail = oracle.tail_time(order.front(), order.back());
+    if (bound_of(order, options.micro_batches) + tail >= to_beat()) continue;
+    Dp<Oracle> dp(oracle, order, options, workspace);
+    const double limit = to_beat() - tail;
     // Σ τ is at least one fastest pass, so a bottleneck w only wins under
     // (limit − pass) / (m − 1).
-    const double pass = bound_of.pass(all_orders[index]);
+    const double pass = bound_of.pass(order);
     const double widest = m1 > 0 ? (limit - pass) / m1 : limit;
     // The bottleneck of any pipeline of the order is at least the device-weighted average
     // stage time. (Computing the true tightest bottleneck with its own DP run measured
     // slower than the extra Σ runs this looser bound costs.)
-    const double floor = bound_of.average_stage(all_orders[index]);
+    const double floor = bound_of.average_stage(order);
     std::optional<Pipeline> best;
+    std::vector<std::optional<Pipeline>> best_of_count(runners_up ? dp.max_stages() + 1 : 0);
     double bound = m1 > 0 ? widest : kInfinity;
     while (bound >= floor) {
       const int at = dp.run(bound);
       if (at < 0) break;
+      for (int j = 1; j < static_cast<int>(best_of_count.size()); ++j) {
+        const int of_count = dp.best_with_stages(j);
+        if (of_count < 0) continue;
+        const Cell& cell = dp.cell(of_count);
+        const double value = cell.value + m1 * cell.worst + tail;
+        if (!best_of_count[j] || value < best_of_count[j]->objective) {
+          best_of_count[j] =
+              Pipeline{order, dp.stages_from(of_count), cell.value, cell.worst, value};
+        }
+      }
       const Cell& found = dp.cell(at);
-      const double j = found.value + m1 * found.worst;
+      const double j = found.value + m1 * found.worst + tail;
       if (!best || j < best->objective) {
-        best = Pipeline{all_orders[index], dp.stages_from(at), found.value, found.worst, j};
+        best = Pipeline{order, dp.stages_from(at), found.value, found.worst, j};
       }
       // Tighter bounds give Σ ≥ found.value and a bottleneck ≥ the floor.
-      const double beat = std::min(best->objective, to_beat());
+      const double beat = std::min(best->objective, to_beat()) - tail;
       if (found.value + m1 * floor >= beat) break;
       // Beyond the bottleneck just found, a pipeline with Σ ≥ found.value only wins with a
       // bottleneck under (beat − found.value) / (m − 1).
@@ -424,14 +461,20 @@ std::vector<Pipeline> search(const Oracle& oracle, const SearchOptions& options)
     }
     if (best && best->objective < options.prune_above) {
       result.insert(std::upper_bound(result.begin(), result.end(), *best), *best);
+      for (auto& other : best_of_count) {
+        if (other && other->stages.size() != best->stages.size()) runners_up->push_back(*other);
+      }
     }
   }
   return result;
 }
 
-std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOptions& options) {
-  if (const auto* costs = dynamic_cast<const CostOracle*>(&oracle)) return search(*costs, options);
-  return search(oracle, options);
+std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOptions& options,
+                                       std::vector<Pipeline>* runners_up) {
+  if (const auto* costs = dynamic_cast<const CostOracle*>(&oracle)) {
+    return search(*costs, options, runners_up);
+  }
+  return search(oracle, options, runners_up);
 }
 
 }  // namespace hyperpipe::planner

@@ -1,7 +1,9 @@
 // Stage construction: the pipeline with the smallest estimated iteration time
-//   J = Σ_s (τ_s + 2·λ_s) + (m − 1) · max_s max(τ_s, λ_s)
-// where τ_s is stage s's time per micro-batch and λ_s its transfer to the next stage
-// (activation forward, gradient back), over this plan space:
+//   J = Σ_s (τ_s + 2·λ_s) + (m − 1) · max_s max(τ_s, λ_s) + T(first class, last class)
+// where τ_s is stage s's time per micro-batch plus 1/m of its epilogue (the gradient
+// all-reduce and optimizer step it runs once per iteration), λ_s its transfer to the next stage
+// (activation forward, gradient back) and T the oracle's tail_time (the tied embedding's
+// sum between the ends, constant per class order), over this plan space:
 //   * an order of device classes, each used by one or more consecutive stages (every
 //     order of every subset of classes is tried: a slow class may be left out);
 //   * each stage a contiguous layer range and a device group of one class, in one of the
@@ -31,7 +33,7 @@ struct StageChoice {
   int first = 0;
   int end = 0;
   model::Recompute recompute = model::Recompute::none;
-  double time = 0;        // τ
+  double time = 0;        // τ: compute per micro-batch plus 1/m of the epilogue
   double link_after = 0;  // λ to the next stage (0 for the last)
 };
 
@@ -40,7 +42,7 @@ struct Pipeline {
   std::vector<StageChoice> stages;
   double sum = 0;         // Σ (τ + 2λ)
   double bottleneck = 0;  // max over τ and λ
-  double objective = 0;   // J
+  double objective = 0;   // J, plus the oracle's tail_time for the order
 
   bool operator<(const Pipeline& other) const { return objective < other.objective; }
 };
@@ -64,7 +66,11 @@ struct SearchOptions {
 // The best pipeline of each class order that was not pruned, best first: the first
 // `keep` are the best `keep` orders' best pipelines exactly (all orders with per_order).
 // Deterministic: ties go to the order enumerated first.
-std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOptions& options);
+// With `runners_up`, also appends, for each order kept, the best pipeline of every other
+// stage count met on the way (not always the best of that count: the sweep stops when no
+// pipeline can beat the order's best), for callers that re-score with a finer model.
+std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOptions& options,
+                                       std::vector<Pipeline>* runners_up = nullptr);
 
 // A lower bound on the objective of any pipeline for this oracle: one pass through the
 // layers at their fastest plus (m − 1) × (device-time of all layers at their cheapest) ÷

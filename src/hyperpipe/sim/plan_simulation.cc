@@ -10,9 +10,7 @@
 #include "hyperpipe/plan/plan_schedule.h"
 
 namespace hyperpipe::sim {
-namespace {
 
-// The slowest of the links between rank i of one group and rank i mod n of the other.
 cluster::Link slowest_pair_link(const cluster::Cluster& cluster, const cost::DeviceGroup& from,
                                 const cost::DeviceGroup& to) {
   cluster::Link slowest{std::numeric_limits<double>::infinity(), 0.0};
@@ -25,6 +23,8 @@ cluster::Link slowest_pair_link(const cluster::Cluster& cluster, const cost::Dev
   }
   return slowest;
 }
+
+namespace {
 
 // The stage of `pipeline` that holds `layer`.
 const plan::StagePlan& holder_of(const plan::Pipeline& pipeline, int layer) {

@@ -59,6 +59,11 @@ PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& pla
 
 // Track names such as "stage 0: A100-40GB ×2 [0-1]", or "pipeline 1, stage 0: …" for
 // the ranks of a replica. `rank` counts over all pipelines, as output.ranks does.
+// The link a transfer between two stages' groups crosses: the slowest of those between rank
+// i of one group and rank i mod n of the other.
+cluster::Link slowest_pair_link(const cluster::Cluster& cluster, const cost::DeviceGroup& from,
+                                const cost::DeviceGroup& to);
+
 std::string track_name(const PlanSimulation& simulation, int rank);
 
 }  // namespace hyperpipe::sim

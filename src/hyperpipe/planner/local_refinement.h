@@ -1,0 +1,30 @@
+// The last step of planning: the simulator's own neighbourhood search around a plan. The
+// stage search ranks pipelines by an estimate that places no devices and sees neither the
+// tied embedding's sum between the ends nor how a tensor-parallel split meets its
+// neighbours; the exhaustive judge (exhaustive_search.h) found plans a move or two away
+// from the planner's that simulate faster. Each step tries, one at a time: every stage with
+// another dp × tp split of the same devices, every stage at once with one tp, neighbouring
+// stages trading device groups, the next smaller and larger micro-batch size (unless the
+// space fixes it), and every stage boundary moved by one layer (the stages touched then
+// with the least recomputation that fits), keeping the schedule; it takes the one the
+// simulator says is fastest (steepest descent: on the judge's instances taking the first
+// faster one ended in worse local optima), and stops when none is faster. Moves that would break
+// the space's limits (plan_space.h) are not tried.
+#pragma once
+
+#include "hyperpipe/cost/cost_model.h"
+#include "hyperpipe/planner/plan_space.h"
+#include "hyperpipe/planner/scored_plan.h"
+
+namespace hyperpipe::planner {
+
+// At most this many improving moves: each costs a few simulations per stage, and on the
+// judge's instances no plan took more than a handful.
+inline constexpr int kMaxRefinementMoves = 32;
+
+// The plan after improving moves within `space` (a move on a device group moves each of
+// its interleaved chunks). Plans of several pipelines, and plans that do not fit, are
+// returned as they are.
+ScoredPlan refine(const cost::CostModel& costs, ScoredPlan start, const PlanSpace& space);
+
+}  // namespace hyperpipe::planner
