@@ -323,6 +323,9 @@ TEST(Cli, PlanJsonAndExplain) {
   EXPECT_EQ(doc["per_order"].size(), 15u + 4u);  // 15 orders of 3 classes, 4 splits
   EXPECT_NE(doc["per_order"].back()["order"].get<std::string>().find(" ‖ "), std::string::npos);
   EXPECT_EQ(doc["baselines"].size(), 3u);
+  ASSERT_EQ(doc["peers"].size(), 3u);  // sailor, metis, amp
+  EXPECT_EQ(doc["peers"][0]["name"], "sailor");
+  EXPECT_EQ(doc["peers"][2]["plan"]["format"], "hyperpipe.plan/1");
   EXPECT_GT(doc["search_seconds"].get<double>(), 0);
   EXPECT_GT(doc["report"]["iteration_time_s"].get<double>(), 0);
 }

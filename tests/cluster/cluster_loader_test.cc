@@ -60,7 +60,10 @@ TEST(ExampleClusters, BuiltInNamesLoadWithoutFiles) {
     EXPECT_GT(cluster.devices().size(), 0u);
   }
   EXPECT_EQ(load_cluster("a100x8").devices().size(), 8u);
-  EXPECT_EQ(builtin_clusters().size(), 5u);
+  EXPECT_EQ(builtin_clusters().size(), 7u);
+  // The far island sits behind a link 100 times slower than its own InfiniBand.
+  const Cluster far = load_cluster("far-island");
+  EXPECT_DOUBLE_EQ(far.link_between(0, 8).bandwidth, 100 * far.link_between(0, 16).bandwidth);
   // Four stand-ins in one node, so tensor parallelism can pair them.
   const Cluster one_node = load_cluster("cpu-one-node");
   EXPECT_EQ(one_node.devices().size(), 4u);

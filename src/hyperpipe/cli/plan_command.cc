@@ -148,19 +148,33 @@ std::string schedules_text(const plan::Plan& plan) {
   return text;
 }
 
-void print_comparison(const planner::PlanResult& result, std::ostream& out) {
-  out << "\n  Against what frameworks do today (same simulator):\n";
-  Table table({"Baseline", ">Stages", ">Micro-batch", ">Iteration", ">Plan is", "Note"});
-  for (const auto& baseline : result.baselines) {
-    const double ratio = baseline.iteration_time() / result.best.iteration_time();
-    table.add_row({baseline.label, stages_text(baseline.plan), micro_batch_text(baseline.plan),
-                   format_duration(baseline.iteration_time()), fmt::format("{:.2f}× faster", ratio),
-                   baseline.fits ? "" : "does not fit memory"});
+// Other plans beside the chosen one: how much faster it is than each.
+void print_against(const std::string& title, const std::string& kind,
+                   const std::vector<planner::ScoredPlan>& others, const planner::ScoredPlan& best,
+                   std::ostream& out) {
+  out << "\n  " << title << "\n";
+  Table table({kind, ">Stages", ">Micro-batch", ">Iteration", ">Plan is", "Note"});
+  for (const auto& other : others) {
+    const double ratio = other.iteration_time() / best.iteration_time();
+    table.add_row({other.label, stages_text(other.plan), micro_batch_text(other.plan),
+                   format_duration(other.iteration_time()), fmt::format("{:.2f}× faster", ratio),
+                   other.fits ? "" : "does not fit memory"});
   }
   table.print(out, "    ");
 }
 
+void print_comparison(const planner::PlanResult& result, std::ostream& out) {
+  print_against("Against what frameworks do today (same simulator):", "Baseline", result.baselines,
+                result.best, out);
+}
+
+void print_peers(const planner::PlanResult& result, std::ostream& out) {
+  print_against("Against the plan spaces published planners search (same simulator, 1F1B):",
+                "Space", result.peers, result.best, out);
+}
+
 void print_explanation(const planner::PlanResult& result, std::ostream& out) {
+  print_peers(result, out);
   out << fmt::format(
       "\n  Best plan per stage order, then per split into pipelines side by side (‖) "
       "(search {} + {}; estimate = the search's objective, iteration = simulated):\n",
@@ -206,6 +220,7 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
     request.space.schedules.push_back(*schedule::parse_schedule_kind(name));
   }
   request.every_order = args.explain;
+  request.peers = args.explain;
   if (args.micro_batch) {
     if (args.global_batch % *args.micro_batch != 0) {
       throw InputError("--micro-batch", std::to_string(*args.micro_batch),
@@ -264,6 +279,11 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
             {{"order", o.label}, {"estimate_s", o.estimate}, {"plan", plan_document(o)}});
       }
       doc["baselines"] = baselines;
+      json peers = json::array();
+      for (const auto& p : result->peers) {
+        peers.push_back({{"name", p.label}, {"plan", plan_document(p)}});
+      }
+      if (args.explain) doc["peers"] = peers;
       doc["per_order"] = orders;
       doc["search_seconds"] = result->search_seconds;
       doc["replica_seconds"] = result->replica_seconds;
@@ -321,7 +341,9 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
   command->add_option("--baseline", args->baseline, "Emit a baseline's plan instead")
       ->check(CLI::IsMember(planner::baseline_names()));
   command->add_option("--out,-o", args->out, "Write the plan (JSON) here");
-  command->add_flag("--explain", args->explain, "Also show the best plan of every stage order");
+  command->add_flag("--explain", args->explain,
+                    "Also show the best plan of every stage order and of the spaces Sailor, "
+                    "Metis and AMP search");
   add_format_option(*command, args->format);
   command->footer(
       "Examples:\n"

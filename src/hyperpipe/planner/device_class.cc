@@ -59,6 +59,31 @@ std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t tp_divisor, int6
   return shapes;
 }
 
+namespace {
+
+void orders_from(const std::vector<int>& classes, std::vector<int>& prefix,
+                 std::vector<bool>& taken, std::vector<std::vector<int>>& out) {
+  if (!prefix.empty()) out.push_back(prefix);
+  for (size_t i = 0; i < classes.size(); ++i) {
+    if (taken[i]) continue;
+    taken[i] = true;
+    prefix.push_back(classes[i]);
+    orders_from(classes, prefix, taken, out);
+    prefix.pop_back();
+    taken[i] = false;
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> every_class_order(const std::vector<int>& classes) {
+  std::vector<std::vector<int>> out;
+  std::vector<int> prefix;
+  std::vector<bool> taken(classes.size(), false);
+  orders_from(classes, prefix, taken, out);
+  return out;
+}
+
 std::vector<std::vector<int>> assign_devices(const DeviceClass& cls,
                                              const std::vector<int>& sizes) {
   std::vector<size_t> by_size(sizes.size());

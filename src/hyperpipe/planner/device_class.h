@@ -40,6 +40,10 @@ inline constexpr int kSubNodeGroupsUpToNodes = 4;
 std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t tp_divisor, int64_t max_dp,
                                 int max_tp = std::numeric_limits<int>::max(), int only_dp = 0);
 
+// Every order of every non-empty subset of `classes` (indices), shorter prefixes first in
+// depth-first order: the class orders a pipeline may take.
+std::vector<std::vector<int>> every_class_order(const std::vector<int>& classes);
+
 // Device ids for each stage (in pipeline order) of one class: groups are handed out
 // largest first, in pieces of at most a node, each piece inside one node (first fit), so
 // no tensor-parallel group straddles two nodes. Throws std::invalid_argument when the

@@ -16,20 +16,6 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-// Every order of every non-empty subset of `usable` classes.
-void class_orders(const std::vector<int>& usable, std::vector<int>& prefix,
-                  std::vector<bool>& taken, std::vector<std::vector<int>>& out) {
-  if (!prefix.empty()) out.push_back(prefix);
-  for (size_t i = 0; i < usable.size(); ++i) {
-    if (taken[i]) continue;
-    taken[i] = true;
-    prefix.push_back(usable[i]);
-    class_orders(usable, prefix, taken, out);
-    prefix.pop_back();
-    taken[i] = false;
-  }
-}
-
 // The enumeration for one micro-batch size (and one dp, for same-dp spaces).
 class Enumeration {
  public:
@@ -67,11 +53,7 @@ class Enumeration {
     for (int c = 0; c < oracle_.num_classes(); ++c) {
       if (!oracle_.shapes(c).empty()) usable.push_back(c);
     }
-    std::vector<std::vector<int>> orders;
-    std::vector<int> prefix;
-    std::vector<bool> taken(usable.size(), false);
-    class_orders(usable, prefix, taken, orders);
-    for (const auto& order : orders) {
+    for (const auto& order : every_class_order(usable)) {
       order_ = order;
       stages_.clear();
       place(oracle_.num_layers(), static_cast<int>(order_.size()) - 1, 0);

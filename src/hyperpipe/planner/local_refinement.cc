@@ -8,10 +8,7 @@
 #include "hyperpipe/planner/stage_oracle.h"
 
 namespace hyperpipe::planner {
-namespace {
 
-// The least recomputation with which stage s fits its devices, keeping the micro-batches
-// 1F1B holds in flight there; nullopt when none does.
 std::optional<model::Recompute> least_recompute(const cost::CostModel& costs,
                                                 const plan::Plan& plan, int s) {
   const auto& stage = plan.stages[s];
@@ -26,6 +23,8 @@ std::optional<model::Recompute> least_recompute(const cost::CostModel& costs,
   }
   return std::nullopt;
 }
+
+namespace {
 
 // Whether stage s's devices can run as dp × tp with this tp: tp a power of two dividing
 // them, the node's GPUs and the model's divisor, dp at most the micro-batch.

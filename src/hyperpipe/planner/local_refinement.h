@@ -12,6 +12,8 @@
 // the space's limits (plan_space.h) are not tried.
 #pragma once
 
+#include <optional>
+
 #include "hyperpipe/cost/cost_model.h"
 #include "hyperpipe/planner/plan_space.h"
 #include "hyperpipe/planner/scored_plan.h"
@@ -21,6 +23,11 @@ namespace hyperpipe::planner {
 // At most this many improving moves: each costs a few simulations per stage, and on the
 // judge's instances no plan took more than a handful.
 inline constexpr int kMaxRefinementMoves = 32;
+
+// The least recomputation with which stage s of the plan fits its devices, keeping the
+// micro-batches 1F1B holds in flight there; nullopt when none does.
+std::optional<model::Recompute> least_recompute(const cost::CostModel& costs,
+                                                const plan::Plan& plan, int s);
 
 // The plan after improving moves within `space` (a move on a device group moves each of
 // its interleaved chunks). Plans of several pipelines, and plans that do not fit, are

@@ -12,6 +12,7 @@
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/planner/candidate_search.h"
 #include "hyperpipe/planner/local_refinement.h"
+#include "hyperpipe/planner/peer_spaces.h"
 #include "hyperpipe/planner/replica_search.h"
 
 namespace hyperpipe::planner {
@@ -171,6 +172,14 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   for (const auto& name : baseline_names()) {
     if (auto baseline = best_baseline(costs, request.batch, *parse_baseline(name))) {
       result.baselines.push_back(std::move(*baseline));
+    }
+  }
+
+  if (request.peers) {
+    for (PeerSpace space : peer_spaces()) {
+      if (auto peer = best_of_peer_space(costs, request.batch, space)) {
+        result.peers.push_back(std::move(*peer));
+      }
     }
   }
 

@@ -32,6 +32,9 @@ struct PlanRequest {
   // with space.same_dp (frameworks that need one dp cannot run them either) or a fixed
   // space.micro_batch (each pipeline's share has sizes of its own).
   bool replicas = true;
+  // Also find the best plan of each published planner's space (peer_spaces.h), to show
+  // beside ours.
+  bool peers = false;
 };
 
 struct PlanResult {
@@ -41,8 +44,9 @@ struct PlanResult {
   // split of the classes into pipelines of different composition.
   std::vector<ScoredPlan> per_order;
   std::vector<ScoredPlan> baselines;
-  double search_seconds = 0;   // the stage-construction search alone
-  double replica_seconds = 0;  // the search over pipelines of different composition
+  std::vector<ScoredPlan> peers;  // with request.peers: sailor, metis, amp where they have one
+  double search_seconds = 0;      // the stage-construction search alone
+  double replica_seconds = 0;     // the search over pipelines of different composition
 };
 
 // Throws InputError (naming --model and --cluster) with the numbers when nothing fits.

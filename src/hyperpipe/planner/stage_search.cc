@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "hyperpipe/planner/cost_oracle.h"
+#include "hyperpipe/planner/device_class.h"
 
 namespace hyperpipe::planner {
 namespace {
@@ -265,20 +266,6 @@ class Dp {
   std::vector<int> per_stage_count_;
 };
 
-// Every order of every non-empty subset of classes.
-void orders(int classes, std::vector<int>& prefix, std::vector<bool>& used,
-            std::vector<std::vector<int>>& out) {
-  if (!prefix.empty()) out.push_back(prefix);
-  for (int c = 0; c < classes; ++c) {
-    if (used[c]) continue;
-    used[c] = true;
-    prefix.push_back(c);
-    orders(classes, prefix, used, out);
-    prefix.pop_back();
-    used[c] = false;
-  }
-}
-
 // A lower bound on an order's objective without running its DP. J ≥ Σ τ + (m − 1)·max τ;
 // Σ τ is at least one pass through every layer at its fastest on the order's classes, and
 // max τ at least the device-weighted average stage time: the device-time of all layers at
@@ -348,11 +335,9 @@ class DeviceTimeBound {
 };
 
 std::vector<std::vector<int>> all_orders_of(int classes) {
-  std::vector<std::vector<int>> all;
-  std::vector<int> prefix;
-  std::vector<bool> used(classes, false);
-  orders(classes, prefix, used, all);
-  return all;
+  std::vector<int> all(static_cast<size_t>(classes));
+  std::iota(all.begin(), all.end(), 0);
+  return every_class_order(all);
 }
 
 }  // namespace
