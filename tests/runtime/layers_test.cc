@@ -233,6 +233,9 @@ TEST(Layers, TensorParallelShardsAddUpToTheWholeLayer) {
 // products with the (random) weights add up over the shards to the whole gradient's. A
 // missing all-reduce in either direction (Megatron's f or g) breaks one of these.
 TEST(Layers, TensorParallelShardsTrainAsTheWholeModel) {
+  // Fixed inputs: with fresh random ones each run, the test failed once in a full ctest
+  // run (2026-12-03) and passed on the rerun; fixed, a failure reproduces.
+  torch::manual_seed(16);
   for (const std::string& yaml : {std::string(kGpt), std::string(kLlama), tied_gpt()}) {
     const auto model = small_model(yaml);
     const int layers = model.num_layers();
