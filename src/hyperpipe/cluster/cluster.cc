@@ -38,6 +38,11 @@ Cluster::Cluster(std::string name, std::vector<GpuType> gpu_types, std::vector<N
 }
 
 const GpuType& Cluster::gpu_type(const std::string& name) const {
+  // Spelled as the type is, almost always: the cost model asks per layer and range, and
+  // the spelling-blind comparison builds two strings each time.
+  for (const auto& type : gpu_types_) {
+    if (type.name == name) return type;
+  }
   for (const auto& type : gpu_types_) {
     if (same_gpu_name(type.name, name)) return type;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -35,17 +36,34 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
     sizes.push_back({b, std::move(oracle), bound});
   }
 
-  // A quick probe first: the fastest order alone for every size, whose pipelines bound
-  // the full searches below from the start.
+  // A quick probe first: the fastest order alone for each size, most promising sizes first
+  // (by their lower bound), whose pipelines bound the full searches below from the start. A
+  // size whose bound cannot enter the best few probed so far is not probed: the full search
+  // skips it by the same rule.
   auto& found = result.candidates;
+  const auto kth_best = [&]() {
+    if (static_cast<int>(found.size()) < options.keep)
+      return std::numeric_limits<double>::infinity();
+    std::vector<double> objectives;
+    objectives.reserve(found.size());
+    for (const auto& c : found) objectives.push_back(c.pipeline.objective);
+    std::nth_element(objectives.begin(), objectives.begin() + options.keep - 1, objectives.end());
+    return objectives[options.keep - 1];
+  };
   if (!options.every_order) {
-    for (const Size& size : sizes) {
+    std::vector<const Size*> by_bound;
+    for (const Size& size : sizes) by_bound.push_back(&size);
+    std::stable_sort(by_bound.begin(), by_bound.end(),
+                     [](const Size* a, const Size* b) { return a->bound < b->bound; });
+    for (const Size* size : by_bound) {
       SearchOptions probe;
-      probe.micro_batches = static_cast<int>(options.global_batch / size.micro_batch);
+      probe.micro_batches = static_cast<int>(options.global_batch / size->micro_batch);
       probe.max_stages = options.max_stages;
       probe.max_orders = 1;
-      for (auto& pipeline : search_pipelines(*size.oracle, probe)) {
-        found.push_back({std::move(pipeline), size.micro_batch});
+      probe.prune_above = kth_best();
+      if (size->bound >= probe.prune_above) continue;
+      for (auto& pipeline : search_pipelines(*size->oracle, probe)) {
+        found.push_back({std::move(pipeline), size->micro_batch});
       }
     }
   }
@@ -64,11 +82,7 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
     search.per_order = options.every_order;
     if (!options.every_order && static_cast<int>(found.size()) >= options.keep) {
       // Only what could enter the best few of all sizes so far.
-      std::vector<double> objectives;
-      objectives.reserve(found.size());
-      for (const auto& c : found) objectives.push_back(c.pipeline.objective);
-      std::nth_element(objectives.begin(), objectives.begin() + options.keep - 1, objectives.end());
-      search.prune_above = objectives[options.keep - 1];
+      search.prune_above = kth_best();
       if (size.bound >= search.prune_above) continue;
     }
     std::vector<Pipeline> runners_up;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace hyperpipe::planner {
 namespace {
@@ -54,6 +55,34 @@ std::vector<std::vector<double>> tied_embedding_tails(
   return tail;
 }
 
+// One layer's costs on a device group, per recomputation option.
+struct LayerCosts {
+  double time[3] = {0, 0, 0};
+  double activations[3] = {0, 0, 0};
+  double static_bytes = 0;  // weights, gradients, optimizer state
+  double reserved = 0;
+  double allreduce = 0;
+  double optimizer = 0;
+};
+
+LayerCosts layer_costs(const cost::CostModel& costs, int layer, const cost::DeviceGroup& group,
+                       int64_t micro_batch, int64_t seq_len) {
+  LayerCosts one;
+  for (model::Recompute r : kRecomputeOptions) {
+    const size_t option = recompute_index(r);
+    one.time[option] = costs.range_time(layer, layer + 1, group, micro_batch, seq_len, r).total();
+    const auto memory = costs.stage_memory(layer, layer + 1, group, micro_batch, seq_len, 1, r);
+    one.activations[option] = memory.activations;
+    if (r == model::Recompute::none) {
+      one.static_bytes = memory.weights + memory.gradients + memory.optimizer;
+      one.reserved = memory.reserved;
+    }
+  }
+  one.allreduce = costs.gradient_allreduce_time(layer, layer + 1, group);
+  one.optimizer = costs.optimizer_time(layer, layer + 1, group);
+  return one;
+}
+
 }  // namespace
 
 CostOracle::CostOracle(const cost::CostModel& costs, const std::vector<DeviceClass>& classes,
@@ -78,30 +107,40 @@ CostOracle::CostOracle(const cost::CostModel& costs, const std::vector<DeviceCla
       table.epilogue_fixed =
           std::max(0.0, 2 * costs.allreduce_time(layer_bytes, shape.dp, table.group.dp_link) -
                             costs.allreduce_time(2 * layer_bytes, shape.dp, table.group.dp_link));
+      // Layers of one kind cost the same (model/layer.h: a layer is its kind and the
+      // model's config; profiles are keyed by kind), so each kind is asked once.
+      std::map<model::LayerKind, LayerCosts> of_kind;
       for (int l = 0; l < layers_; ++l) {
-        const double allreduce = costs.gradient_allreduce_time(l, l + 1, table.group);
-        const double optimizer = costs.optimizer_time(l, l + 1, table.group);
+        const auto kind = costs.model().layers()[l].kind();
+        auto found = of_kind.find(kind);
+        if (found == of_kind.end()) {
+          found = of_kind.emplace(kind, layer_costs(costs, l, table.group, micro_batch, seq_len))
+                      .first;
+        }
+        const LayerCosts& one = found->second;
+        const double allreduce = one.allreduce;
+        const double optimizer = one.optimizer;
         table.optimizer[l + 1] = table.optimizer[l] + optimizer;
         table.epilogue[l + 1] = table.epilogue[l] +
                                 (allreduce > 0 ? allreduce - table.epilogue_fixed : 0.0) +
                                 optimizer;
       }
       for (model::Recompute r : kRecomputeOptions) {
-        auto& time = table.time[recompute_index(r)];
-        auto& act = table.activations[recompute_index(r)];
+        const size_t option = recompute_index(r);
+        auto& time = table.time[option];
+        auto& act = table.activations[option];
         time.assign(layers_ + 1, 0.0);
         act.assign(layers_ + 1, 0.0);
         for (int l = 0; l < layers_; ++l) {
-          const auto t = costs.range_time(l, l + 1, table.group, micro_batch, seq_len, r);
-          const auto m = costs.stage_memory(l, l + 1, table.group, micro_batch, seq_len, 1, r);
-          time[l + 1] = time[l] + t.total();
-          act[l + 1] = act[l] + m.activations;
-          if (r == model::Recompute::none) {
-            table.static_bytes[l + 1] =
-                table.static_bytes[l] + m.weights + m.gradients + m.optimizer;
-            table.available = table.group.memory_bytes - m.reserved;
-          }
+          const LayerCosts& one = of_kind.at(costs.model().layers()[l].kind());
+          time[l + 1] = time[l] + one.time[option];
+          act[l + 1] = act[l] + one.activations[option];
         }
+      }
+      for (int l = 0; l < layers_; ++l) {
+        const LayerCosts& one = of_kind.at(costs.model().layers()[l].kind());
+        table.static_bytes[l + 1] = table.static_bytes[l] + one.static_bytes;
+        table.available = table.group.memory_bytes - one.reserved;
       }
       table.link.resize(classes_.size());
       for (size_t next = 0; next < classes_.size(); ++next) {
@@ -109,9 +148,19 @@ CostOracle::CostOracle(const cost::CostModel& costs, const std::vector<DeviceCla
         const auto to = cost::make_device_group(cluster, {classes_[next].devices.front()}, 1, 1);
         auto& row = table.link[next];
         row.assign(layers_ + 1, 0.0);
+        std::map<model::LayerKind, double> after_kind;  // the cut after a layer of each kind
         for (int end = 1; end <= layers_; ++end) {
-          row[end] =
-              costs.cut_transfer(end - 1, micro_batch, seq_len, table.group, to, link).seconds;
+          const auto kind = costs.model().layers()[end - 1].kind();
+          auto found = after_kind.find(kind);
+          if (found == after_kind.end()) {
+            found = after_kind
+                        .emplace(kind, costs
+                                           .cut_transfer(end - 1, micro_batch, seq_len,
+                                                         table.group, to, link)
+                                           .seconds)
+                        .first;
+          }
+          row[end] = found->second;
         }
       }
       tables.push_back(std::move(table));

@@ -397,7 +397,9 @@ std::vector<Pipeline> search(const Oracle& oracle, const SearchOptions& options,
     return std::min(options.prune_above, result[options.keep - 1].objective);
   };
   const DeviceTimeBound bound_of(oracle, options.micro_batches);
-  DpWorkspace workspace;
+  // Kept across searches (every micro-batch size, the probe, each replica group): its
+  // cells are millions on large clusters, and run stamps make old ones count as empty.
+  thread_local DpWorkspace workspace;
   if (options.max_orders > 0 && static_cast<int>(work.size()) > options.max_orders) {
     work.resize(options.max_orders);
   }
