@@ -173,7 +173,9 @@ TEST_P(RestrictedSpace, PlannerHonoursItAndStaysNearTheBest) {
   const PlanSpace& space = GetParam().space;
   const Judged judged = judge(costs, 32, space);
   EXPECT_TRUE(within(judged.planned_plan, space)) << plan::to_json(judged.planned_plan).dump();
-  if (judged.search.best) EXPECT_TRUE(within(judged.search.best->plan, space));
+  if (judged.search.best) {
+    EXPECT_TRUE(within(judged.search.best->plan, space));
+  }
   expect_near_best(judged, GetParam().name);
 }
 

@@ -100,7 +100,9 @@ TEST_F(PeerSpaces, PlannerIsNeverSlowerThanAnyPeer) {
   const PlanResult result = make_plan(costs_, request);
   ASSERT_EQ(result.peers.size(), 3u);
   for (const auto& peer : result.peers) {
-    if (peer.fits) EXPECT_LE(result.best.iteration_time(), peer.iteration_time()) << peer.label;
+    if (peer.fits) {
+      EXPECT_LE(result.best.iteration_time(), peer.iteration_time()) << peer.label;
+    }
   }
 }
 
