@@ -114,8 +114,8 @@ CostOracle::CostOracle(const cost::CostModel& costs, const std::vector<DeviceCla
         const auto kind = costs.model().layers()[l].kind();
         auto found = of_kind.find(kind);
         if (found == of_kind.end()) {
-          found = of_kind.emplace(kind, layer_costs(costs, l, table.group, micro_batch, seq_len))
-                      .first;
+          found =
+              of_kind.emplace(kind, layer_costs(costs, l, table.group, micro_batch, seq_len)).first;
         }
         const LayerCosts& one = found->second;
         const double allreduce = one.allreduce;
@@ -154,10 +154,10 @@ CostOracle::CostOracle(const cost::CostModel& costs, const std::vector<DeviceCla
           auto found = after_kind.find(kind);
           if (found == after_kind.end()) {
             found = after_kind
-                        .emplace(kind, costs
-                                           .cut_transfer(end - 1, micro_batch, seq_len,
-                                                         table.group, to, link)
-                                           .seconds)
+                        .emplace(
+                            kind,
+                            costs.cut_transfer(end - 1, micro_batch, seq_len, table.group, to, link)
+                                .seconds)
                         .first;
           }
           row[end] = found->second;
