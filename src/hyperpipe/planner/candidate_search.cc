@@ -31,8 +31,7 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
         std::make_unique<CostOracle>(costs, classes, b, seq, options.max_tp, options.only_dp);
     const int m = static_cast<int>(options.global_batch / b);
     const double bound = objective_lower_bound(*oracle, m);
-    auto& shapes = result.shapes[b];
-    for (int c = 0; c < oracle->num_classes(); ++c) shapes.push_back(oracle->shapes(c));
+    result.shapes[b] = oracle->all_shapes();
     sizes.push_back({b, std::move(oracle), bound});
   }
 

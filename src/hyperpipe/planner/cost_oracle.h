@@ -22,6 +22,8 @@ class CostOracle final : public StageOracle {
   int num_classes() const override { return static_cast<int>(classes_.size()); }
   int class_size(int cls) const override { return classes_[cls].count(); }
   const std::vector<Shape>& shapes(int cls) const override { return shapes_[cls]; }
+  // Every class's shapes, indexed as to_pipeline wants them.
+  const std::vector<std::vector<Shape>>& all_shapes() const { return shapes_; }
   double stage_time(int cls, int shape, int first, int end,
                     model::Recompute recompute) const override {
     return view(cls, shape).stage_time(first, end, static_cast<int>(recompute));

@@ -129,14 +129,13 @@ class Enumeration {
     candidate.micro_batch = micro_batch_;
     candidate.pipeline.order = order_;
     candidate.pipeline.stages.assign(stages_.rbegin(), stages_.rend());
-    std::vector<std::vector<Shape>> shapes;
-    for (int c = 0; c < oracle_.num_classes(); ++c) shapes.push_back(oracle_.shapes(c));
     plan::Plan plan;
     plan.model = options_.batch.model;
     plan.cluster = options_.batch.cluster;
     plan.seq_len = options_.batch.seq_len;
     try {
-      plan.pipeline(0) = to_pipeline(candidate, classes_, shapes, options_.batch.global_batch);
+      plan.pipeline(0) =
+          to_pipeline(candidate, classes_, oracle_.all_shapes(), options_.batch.global_batch);
     } catch (const std::invalid_argument&) {
       ++result_.unpackable;
       return;

@@ -151,14 +151,13 @@ class PeerSearch {
     candidate.micro_batch = micro_batch_;
     for (const auto& choice : chosen) candidate.pipeline.order.push_back(choice.cls);
     candidate.pipeline.stages = stages;
-    std::vector<std::vector<Shape>> shapes;
-    for (int c = 0; c < oracle_->num_classes(); ++c) shapes.push_back(oracle_->shapes(c));
     plan::Plan plan;
     plan.model = batch_.model;
     plan.cluster = batch_.cluster;
     plan.seq_len = batch_.seq_len;
     try {
-      plan.pipeline(0) = to_pipeline(candidate, classes_, shapes, batch_.global_batch);
+      plan.pipeline(0) =
+          to_pipeline(candidate, classes_, oracle_->all_shapes(), batch_.global_batch);
     } catch (const std::invalid_argument&) {
       return;
     }
