@@ -328,6 +328,9 @@ TEST(Cli, PlanJsonAndExplain) {
   EXPECT_EQ(doc["peers"][2]["plan"]["format"], "hyperpipe.plan/1");
   EXPECT_GT(doc["search_seconds"].get<double>(), 0);
   EXPECT_GT(doc["report"]["iteration_time_s"].get<double>(), 0);
+  EXPECT_GT(doc["ideal_iteration_s"].get<double>(), 0);
+  EXPECT_LE(doc["ideal_iteration_s"].get<double>(),
+            doc["report"]["iteration_time_s"].get<double>());
 }
 
 // What a framework imposes, passed as flags, holds in the plan written (each restriction is

@@ -173,8 +173,27 @@ void print_peers(const planner::PlanResult& result, std::ostream& out) {
                 "Space", result.peers, result.best, out);
 }
 
+// How far any plan could still go: the ideal iteration, and the share of it reached.
+void print_ideal(const planner::PlanResult& result, std::ostream& out) {
+  const double ideal = result.ideal_iteration;
+  double best_peer = 0;
+  for (const auto& peer : result.peers) {
+    if (peer.fits && (best_peer == 0 || peer.iteration_time() < best_peer)) {
+      best_peer = peer.iteration_time();
+    }
+  }
+  out << fmt::format(
+      "\n  Ideal iteration {}: every device computing its share of the batch at its best speed, "
+      "nothing else\n  (no bubble, transfer, all-reduce, optimizer step or memory limit). "
+      "The plan reaches {:.0f}% of it",
+      format_duration(ideal), 100 * ideal / result.best.iteration_time());
+  if (best_peer > 0) out << fmt::format(", the best peer space {:.0f}%", 100 * ideal / best_peer);
+  out << ".\n";
+}
+
 void print_explanation(const planner::PlanResult& result, std::ostream& out) {
   print_peers(result, out);
+  print_ideal(result, out);
   out << fmt::format(
       "\n  Best plan per stage order, then per split into pipelines side by side (‖) "
       "(search {} + {}; estimate = the search's objective, iteration = simulated):\n",
@@ -284,6 +303,7 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
         peers.push_back({{"name", p.label}, {"plan", plan_document(p)}});
       }
       if (args.explain) doc["peers"] = peers;
+      doc["ideal_iteration_s"] = result->ideal_iteration;
       doc["per_order"] = orders;
       doc["search_seconds"] = result->search_seconds;
       doc["replica_seconds"] = result->replica_seconds;

@@ -11,6 +11,7 @@
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/planner/candidate_search.h"
+#include "hyperpipe/planner/ideal_iteration.h"
 #include "hyperpipe/planner/local_refinement.h"
 #include "hyperpipe/planner/peer_spaces.h"
 #include "hyperpipe/planner/replica_search.h"
@@ -175,6 +176,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     }
   }
 
+  result.ideal_iteration = ideal_iteration(costs, request.batch);
   if (request.peers) {
     for (PeerSpace space : peer_spaces()) {
       if (auto peer = best_of_peer_space(costs, request.batch, space)) {

@@ -45,8 +45,10 @@ struct PlanResult {
   std::vector<ScoredPlan> per_order;
   std::vector<ScoredPlan> baselines;
   std::vector<ScoredPlan> peers;  // with request.peers: sailor, metis, amp where they have one
-  double search_seconds = 0;      // the stage-construction search alone
-  double replica_seconds = 0;     // the search over pipelines of different composition
+  // No plan beats it: the iteration's compute spread over every device (ideal_iteration.h).
+  double ideal_iteration = 0;
+  double search_seconds = 0;   // the stage-construction search alone
+  double replica_seconds = 0;  // the search over pipelines of different composition
 };
 
 // Throws InputError (naming --model and --cluster) with the numbers when nothing fits.
