@@ -339,6 +339,28 @@ INSTANTIATE_TEST_SUITE_P(
                 "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2},
                            {"layers": [4, 6], "devices": [4, 5], "tp": 2}])",
                            8, 4},
+                      // Recomputation reruns the same floats: the same run as keeping
+                      // everything, with B and W apart, under tp, over chunks.
+                      Case{"recompute-selective-and-full-zb-h1",
+                           R"("micro_batch_size": 1, "micro_batches": 6, "schedule": "zb-h1",
+                "stages": [{"layers": [0, 2], "devices": [0], "recompute": "full"},
+                           {"layers": [2, 4], "devices": [1], "recompute": "selective"},
+                           {"layers": [4, 6], "devices": [2]}])",
+                           6, 1},
+                      Case{"recompute-full-tp-two-interleaved",
+                           R"("recompute": "full", "micro_batch_size": 2, "micro_batches": 4,
+                "schedule": {"kind": "interleaved", "chunks": 2},
+                "stages": [{"layers": [0, 3], "devices": [0, 1], "tp": 2},
+                           {"layers": [3, 4], "devices": [2, 3], "tp": 2},
+                           {"layers": [4, 5], "devices": [0, 1], "tp": 2},
+                           {"layers": [5, 6], "devices": [2, 3], "tp": 2}])",
+                           8, 2},
+                      Case{"recompute-selective-dp-two-tp-two-zb-h1",
+                           R"("recompute": "selective", "micro_batch_size": 4, "micro_batches": 2,
+                "schedule": "zb-h1",
+                "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2},
+                           {"layers": [4, 6], "devices": [4, 5], "tp": 2, "recompute": "full"}])",
+                           8, 4},
                       Case{"tp-two-with-dp-two-zb-h1",
                            R"("micro_batch_size": 4, "micro_batches": 2, "schedule": "zb-h1",
                 "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2},
@@ -355,6 +377,17 @@ TEST(Training, LlamaFlavourMatchesOneProcess) {
                      R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "1f1b",
                         "stages": [{"layers": [0, 2], "devices": [0]},
                                    {"layers": [2, 6], "devices": [1]}])"),
+              reference(kTinyLlama, 6, 2));
+}
+
+// LLaMA's blocks recomputed (grouped-query attention, rotary, RMSNorm in the rerun), one
+// stage split in two.
+TEST(Training, LlamaRecomputedMatchesOneProcess) {
+  expect_same(launch("llama-recomputed", kTinyLlama,
+                     R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "1f1b",
+                        "stages": [{"layers": [0, 3], "devices": [0], "recompute": "selective"},
+                                   {"layers": [3, 6], "devices": [1, 2], "tp": 2,
+                                    "recompute": "full"}])"),
               reference(kTinyLlama, 6, 2));
 }
 

@@ -14,24 +14,20 @@
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/runtime/communicator.h"
 #include "hyperpipe/runtime/stage_module.h"
+#include "small_models.h"
+#include "two_shards.h"
 
 namespace hyperpipe::runtime {
 namespace {
 
+using testing::kGpt;
+using testing::kLlama;
+using testing::small_model;
+
+using testing::kShards;
+using testing::on_two_shards;
+
 namespace F = torch::nn::functional;
-
-model::Model small_model(const std::string& yaml) {
-  return model::Model(model::read_model_yaml(YamlField::load_string(yaml, "small")));
-}
-
-// A GPT and a LLaMA small enough to run in milliseconds; the LLaMA has grouped-query
-// attention.
-const char* kGpt =
-    "name: small-gpt\nflavour: gpt\nhidden: 64\nlayers: 3\nheads: 4\nvocab: 97\nseq_len: 16\n"
-    "tied_embeddings: false\n";
-const char* kLlama =
-    "name: small-llama\nflavour: llama\nhidden: 64\nlayers: 2\nheads: 4\nkv_heads: 2\n"
-    "ffn_hidden: 96\nvocab: 97\nseq_len: 16\ntied_embeddings: false\n";
 
 int64_t parameter_count(torch::nn::Module& module) {
   int64_t count = 0;
@@ -135,41 +131,6 @@ void set_norms_and_biases(torch::nn::Module& module) {
       p.value().fill_(value);
     }
     value += 0.1;
-  }
-}
-
-constexpr int kShards = 2;
-
-// Runs `work(shard)` on two tensor-parallel ranks, threads joined over real Gloo, and
-// rethrows what either threw.
-void on_two_shards(const std::function<void(const TensorShard&)>& work) {
-  const int port = launch::free_port();
-  std::exception_ptr failures[kShards];
-  const auto run_rank = [&](int rank) {
-    try {
-      Rendezvous rendezvous;
-      rendezvous.rank = rank;
-      rendezvous.world_size = kShards;
-      rendezvous.local_rank = rank;
-      rendezvous.port = port;
-      rendezvous.launcher = "none";
-      const auto communicator = connect(rendezvous, torch::kCPU, std::chrono::seconds(60));
-      const TensorShard shard{kShards, rank,
-                              std::make_shared<const ShardAllReduce>([&](torch::Tensor& tensor) {
-                                std::vector<torch::Tensor> sum{tensor};
-                                communicator->all_reduce_sum(sum, {0, 1});
-                              })};
-      work(shard);
-      communicator->barrier();
-    } catch (...) {
-      failures[rank] = std::current_exception();
-    }
-  };
-  std::thread second(run_rank, 1);
-  run_rank(0);
-  second.join();
-  for (const auto& failure : failures) {
-    if (failure) std::rethrow_exception(failure);
   }
 }
 

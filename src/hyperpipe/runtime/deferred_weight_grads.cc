@@ -53,6 +53,10 @@ DeferWeightGradients::~DeferWeightGradients() {
   current_store = std::move(previous_);
 }
 
+std::shared_ptr<WeightGradStore> current_weight_grad_store() {
+  return current_store;
+}
+
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias) {
   // Without a store, or where no gradient flows back through x, autograd does it all.

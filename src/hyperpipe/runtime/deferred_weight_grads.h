@@ -51,6 +51,9 @@ class DeferWeightGradients {
   std::shared_ptr<WeightGradStore> previous_;
 };
 
+// The store `linear` defers into on this thread (null outside a DeferWeightGradients scope).
+std::shared_ptr<WeightGradStore> current_weight_grad_store();
+
 // x·weightᵀ + bias, as torch::nn::functional::linear; inside a DeferWeightGradients scope
 // the weights' gradients are deferred.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,

@@ -85,7 +85,7 @@ Executor::Executor(const model::Model& model, const plan::Plan& plan, const Rank
   for (int c = 0; c < pipeline.chunks; ++c) {
     const auto& stage = pipeline.stages[stage_of(c)];
     chunks_.push_back(std::make_shared<StageModule>(model, stage.first_layer, stage.end_layer,
-                                                    options.seed, shard));
+                                                    options.seed, shard, stage.recompute));
     chunks_.back()->to(options.device);
     for (const auto& p : chunks_.back()->parameters()) parameters.push_back(p);
   }

@@ -9,6 +9,8 @@
 
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/runtime/deferred_weight_grads.h"
+#include "hyperpipe/runtime/lean_ops.h"
+#include "hyperpipe/runtime/recomputation.h"
 
 namespace hyperpipe::runtime {
 namespace {
@@ -73,10 +75,6 @@ void require_split(const model::TransformerConfig& config, const char* field, in
   }
 }
 
-torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight) {
-  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + kRmsNormEps) * weight;
-}
-
 class Embedding final : public LayerModule {
  public:
   Embedding(const model::TransformerConfig& config, torch::Generator generator,
@@ -131,8 +129,9 @@ class Embedding final : public LayerModule {
 class Block final : public LayerModule {
  public:
   Block(const model::TransformerConfig& config, torch::Generator generator,
-        const TensorShard& shard)
+        const TensorShard& shard, model::Recompute recompute)
       : gpt_(config.flavour == model::Flavour::gpt),
+        recompute_(recompute),
         heads_(config.heads / shard.size),
         kv_heads_(config.kv_heads / shard.size),
         head_dim_(config.head_dim()),
@@ -182,11 +181,16 @@ class Block final : public LayerModule {
   }
 
   torch::Tensor forward(const torch::Tensor& x) override {
+    if (recompute_ != model::Recompute::full) return body(x);
+    return recomputed([this](const std::vector<torch::Tensor>& in) { return body(in[0]); }, {x});
+  }
+
+ private:
+  torch::Tensor body(const torch::Tensor& x) const {
     const auto h = x + attention(shared(shard_, norm(x, attention_norm_, attention_norm_bias_)));
     return h + mlp(shared(shard_, norm(h, mlp_norm_, mlp_norm_bias_)));
   }
 
- private:
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias) const {
     if (!gpt_) return rms_norm(x, weight);
@@ -207,15 +211,34 @@ class Block final : public LayerModule {
       q = rotary(q);
       k = rotary(k);
     }
-    if (kv_heads_ != heads_) {  // grouped-query attention: each key/value head serves several
-      k = k.repeat_interleave(heads_ / kv_heads_, 1);
-      v = v.repeat_interleave(heads_ / kv_heads_, 1);
-    }
-    auto scores = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
-    const auto future = torch::ones({s, s}, x.options().dtype(torch::kBool)).triu(1);
+    // Compact copies: what the core keeps for its backward (or, recomputed, as its inputs)
+    // is then q, k and v themselves, not the fused projection's whole output through
+    // views of it — what the cost model counts.
+    q = q.contiguous();
+    k = k.contiguous();
+    v = v.contiguous();
+    const auto core_of = [this](const std::vector<torch::Tensor>& in) {
+      return core(in[0], in[1], in[2]);
+    };
+    const auto mixed =
+        recompute_ == model::Recompute::selective ? recomputed(core_of, {q, k, v}) : core(q, k, v);
+    return row_parallel(mixed.transpose(1, 2).reshape({b, s, -1}), out_, out_bias_, shard_);
+  }
+
+  // The attention core, without weights: causal softmax(q·kᵀ/√d)·v on [b, heads, s, d]
+  // (keys and values [b, kv_heads, s, d]). Under grouped-query attention key/value head i
+  // serves query heads i·group … i·group + group − 1; their rows are stacked against it,
+  // so keys and values are neither copied per query head nor kept more than once.
+  torch::Tensor core(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) const {
+    const int64_t b = q.size(0);
+    const int64_t s = q.size(2);
+    const int64_t group = heads_ / kv_heads_;
+    const auto rows = q.reshape({b, kv_heads_, group * s, head_dim_});
+    auto scores = rows.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
+    const auto future =
+        torch::ones({s, s}, q.options().dtype(torch::kBool)).triu(1).repeat({group, 1});
     scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
-    const auto mixed = scores.softmax(-1).matmul(v).transpose(1, 2).reshape({b, s, -1});
-    return row_parallel(mixed, out_, out_bias_, shard_);
+    return scores.softmax(-1).matmul(v).view({b, heads_, s, head_dim_});
   }
 
   torch::Tensor mlp(const torch::Tensor& x) const {
@@ -230,6 +253,7 @@ class Block final : public LayerModule {
   }
 
   bool gpt_;
+  model::Recompute recompute_;
   int64_t heads_;
   int64_t kv_heads_;
   int64_t head_dim_;
@@ -293,21 +317,6 @@ class Head final : public LayerModule {
 
 }  // namespace
 
-torch::Tensor rotary(const torch::Tensor& x) {
-  const int64_t seq = x.size(2);
-  const int64_t half = x.size(3) / 2;
-  const auto options = x.options();
-  const auto inverse = torch::pow(
-      kRotaryBase, -torch::arange(0, half, options) * 2.0 / static_cast<double>(x.size(3)));
-  const auto angles = torch::outer(torch::arange(0, seq, options), inverse);  // [s, half]
-  const auto cos = angles.cos();
-  const auto sin = angles.sin();
-  const auto pairs = x.reshape({x.size(0), x.size(1), seq, half, 2});
-  const auto even = pairs.select(-1, 0);
-  const auto odd = pairs.select(-1, 1);
-  return torch::stack({even * cos - odd * sin, even * sin + odd * cos}, -1).reshape(x.sizes());
-}
-
 torch::Tensor shard_of(const torch::Tensor& whole, const ShardSplit& split,
                        const TensorShard& shard) {
   if (shard.size == 1) return whole;
@@ -353,7 +362,7 @@ torch::Generator layer_generator(uint64_t seed, int layer_index) {
 
 std::shared_ptr<LayerModule> make_layer(const model::Layer& layer,
                                         const model::TransformerConfig& config, uint64_t seed,
-                                        const TensorShard& shard) {
+                                        const TensorShard& shard, model::Recompute recompute) {
   if (shard.size < 1 || shard.rank < 0 || shard.rank >= shard.size) {
     throw std::invalid_argument(
         fmt::format("tensor-parallel shard {} of {}", shard.rank, shard.size));
@@ -367,7 +376,7 @@ std::shared_ptr<LayerModule> make_layer(const model::Layer& layer,
     case model::LayerKind::embedding:
       return std::make_shared<Embedding>(config, generator, shard);
     case model::LayerKind::decoder_block:
-      return std::make_shared<Block>(config, generator, shard);
+      return std::make_shared<Block>(config, generator, shard, recompute);
     case model::LayerKind::head:
       return std::make_shared<Head>(config, generator, seed, shard);
   }

@@ -15,6 +15,7 @@
 
 #include "hyperpipe/model/layer.h"
 #include "hyperpipe/model/transformer_config.h"
+#include "hyperpipe/runtime/lean_ops.h"
 #include "hyperpipe/runtime/tensor_parallel.h"
 
 namespace hyperpipe::runtime {
@@ -23,11 +24,8 @@ namespace hyperpipe::runtime {
 // from N(0, 0.02²), biases zero, norms one; the projections back into the residual
 // stream scaled by 1/√(2·blocks) so the residual's variance does not grow with depth.
 inline constexpr double kInitStd = 0.02;
-// LayerNorm and RMSNorm epsilon of GPT-2 and LLaMA respectively.
+// LayerNorm epsilon of GPT-2 (LLaMA's RMSNorm: lean_ops.h).
 inline constexpr double kLayerNormEps = 1e-5;
-inline constexpr double kRmsNormEps = 1e-5;
-// LLaMA's rotary base (Su et al., RoFormer; Meta's reference model.py).
-inline constexpr double kRotaryBase = 10000.0;
 
 // One rank's share of a layer under tensor parallelism (Megatron-LM, Shoeybi et al.,
 // 2019): a block holds heads/size attention heads (and key/value heads) and ffn/size MLP
@@ -77,14 +75,15 @@ class LayerModule : public torch::nn::Module {
 };
 
 // Throws InputError when the runtime cannot build this shape (e.g. a projected
-// embedding width, or heads that do not split over the shards).
+// embedding width, or heads that do not split over the shards). `recompute` applies to
+// decoder blocks, as Megatron-LM's does: `selective` reruns the attention core (scores,
+// mask, softmax, their product with the values) in the backward, keeping the queries, keys
+// and values; `full` keeps only the block's input and reruns the whole block
+// (recomputation.h). The embedding and the head keep their activations.
 std::shared_ptr<LayerModule> make_layer(const model::Layer& layer,
                                         const model::TransformerConfig& config, uint64_t seed,
-                                        const TensorShard& shard = {});
-
-// Rotary position embedding on [b, heads, s, head_dim]: consecutive channel pairs rotated
-// by position × kRotaryBase^(−2i/head_dim) (Su et al.; Meta's reference model.py).
-torch::Tensor rotary(const torch::Tensor& x);
+                                        const TensorShard& shard = {},
+                                        model::Recompute recompute = model::Recompute::none);
 
 // The embedding's token matrix, or the head's tied copy of it: both drawn first from the
 // embedding layer's generator, so they start equal.

@@ -2,12 +2,8 @@
 
 #include <fmt/format.h>
 
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #ifdef HYPERPIPE_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
 #include <algorithm>
@@ -19,6 +15,7 @@
 
 #include "hyperpipe/runtime/deferred_weight_grads.h"
 #include "hyperpipe/runtime/layers.h"
+#include "hyperpipe/runtime/memory_in_use.h"
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/stage_module.h"
 #include "hyperpipe/runtime/stand_in_clock.h"
@@ -74,28 +71,6 @@ class Stopwatch {
   std::chrono::steady_clock::time_point start_;
   double work_start_ = 0;
 };
-
-// Bytes this process holds in tensors now: the CUDA caching allocator's count on a GPU;
-// on the CPU, glibc's heap and mapped blocks in use (libtorch's CPU allocator is malloc).
-// Empty where neither is known.
-std::optional<double> bytes_in_use(const torch::Device& device) {
-  if (device.is_cuda()) {
-#ifdef HYPERPIPE_WITH_CUDA
-    constexpr size_t kAggregate = 0;  // StatType::AGGREGATE: both pools
-    return static_cast<double>(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index())
-                                   .allocated_bytes[kAggregate]
-                                   .current);
-#else
-    return std::nullopt;
-#endif
-  }
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
-  const struct mallinfo2 heap = mallinfo2();
-  return static_cast<double>(heap.uordblks + heap.hblkhd);
-#else
-  return std::nullopt;
-#endif
-}
 
 // Every timed quantity of one (device type, micro-batch, layer kind), one sample a round.
 struct Samples {

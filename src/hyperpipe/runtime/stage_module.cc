@@ -5,14 +5,14 @@
 namespace hyperpipe::runtime {
 
 StageModule::StageModule(const model::Model& model, int first_layer, int end_layer, uint64_t seed,
-                         const TensorShard& shard)
+                         const TensorShard& shard, model::Recompute recompute)
     : first_(first_layer),
       end_(end_layer),
       layers_(model.num_layers()),
       vocab_(model.config().vocab),
       shard_(shard) {
   for (int l = first_; l < end_; ++l) {
-    chain_.push_back(make_layer(model.layers().at(l), model.config(), seed, shard));
+    chain_.push_back(make_layer(model.layers().at(l), model.config(), seed, shard, recompute));
     register_module("layer" + std::to_string(l), chain_.back());
   }
 }

@@ -17,9 +17,10 @@ namespace hyperpipe::runtime {
 
 class StageModule : public torch::nn::Module {
  public:
-  // `shard`: this rank's share of each layer under tensor parallelism (layers.h).
+  // `shard`: this rank's share of each layer under tensor parallelism; `recompute`: what
+  // its blocks rerun in the backward instead of keeping (layers.h).
   StageModule(const model::Model& model, int first_layer, int end_layer, uint64_t seed,
-              const TensorShard& shard = {});
+              const TensorShard& shard = {}, model::Recompute recompute = model::Recompute::none);
 
   // Token ids [b, s] when the stage holds the embedding, else hidden states [b, s, h];
   // returns hidden states, or logits [b, s, vocab] when it holds the head (the shard's

@@ -1,0 +1,54 @@
+// Two tensor-parallel ranks as two threads of one test, joined over real Gloo.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "hyperpipe/launch/process_launcher.h"
+#include "hyperpipe/runtime/communicator.h"
+#include "hyperpipe/runtime/layers.h"
+
+namespace hyperpipe::runtime::testing {
+
+inline constexpr int kShards = 2;
+
+// Runs `work(shard)` on two tensor-parallel ranks, threads joined over real Gloo, and
+// rethrows what either threw.
+inline void on_two_shards(const std::function<void(const TensorShard&)>& work) {
+  const int port = launch::free_port();
+  std::exception_ptr failures[kShards];
+  const auto run_rank = [&](int rank) {
+    try {
+      Rendezvous rendezvous;
+      rendezvous.rank = rank;
+      rendezvous.world_size = kShards;
+      rendezvous.local_rank = rank;
+      rendezvous.port = port;
+      rendezvous.launcher = "none";
+      const auto communicator = connect(rendezvous, torch::kCPU, std::chrono::seconds(60));
+      const TensorShard shard{kShards, rank,
+                              std::make_shared<const ShardAllReduce>([&](torch::Tensor& tensor) {
+                                std::vector<torch::Tensor> sum{tensor};
+                                communicator->all_reduce_sum(sum, {0, 1});
+                              })};
+      work(shard);
+      communicator->barrier();
+    } catch (...) {
+      failures[rank] = std::current_exception();
+    }
+  };
+  std::thread second(run_rank, 1);
+  run_rank(0);
+  second.join();
+  for (const auto& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
+}  // namespace hyperpipe::runtime::testing
