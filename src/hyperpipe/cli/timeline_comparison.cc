@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "hyperpipe/cli/table.h"
 #include "hyperpipe/common/quantity.h"
@@ -59,6 +60,31 @@ TrackFigures figures(const trace::Track& track) {
   return f;
 }
 
+// What one track held: weights, gradients and optimizer state; the largest activations in
+// flight (the largest sample over the first, taken as the step began); the rest of the
+// first sample (reserved, or the process's own); the largest sample.
+struct MemoryFigures {
+  double static_bytes = 0;
+  double activations = 0;
+  double other = 0;
+  double peak = 0;
+};
+
+std::optional<MemoryFigures> memory_figures(const trace::Track& track) {
+  if (track.memory.empty()) return std::nullopt;
+  MemoryFigures f;
+  const double first = track.memory.front().bytes;
+  for (const auto& sample : track.memory) f.peak = std::max(f.peak, sample.bytes);
+  f.static_bytes = track.static_bytes;
+  f.activations = f.peak - first;
+  f.other = first - track.static_bytes;
+  return f;
+}
+
+double relative_error(double predicted, double measured) {
+  return measured > 0 ? predicted / measured - 1 : 0.0;
+}
+
 // The predicted track of the device group a measured process belongs to: the one whose
 // devices include the process's device (measured tracks name one device each).
 int matching_track(const trace::Timeline& predicted, const trace::Track& measured) {
@@ -84,16 +110,30 @@ json compare_timelines(const trace::Timeline& predicted, const trace::Timeline& 
     seen[t] = true;
     const auto p = figures(predicted.tracks[t]);
     const auto m = figures(track);
-    groups.push_back({{"name", predicted.tracks[t].name},
-                      {"predicted_compute_s", p.compute},
-                      {"measured_compute_s", m.compute},
-                      {"compute_error", m.compute > 0 ? p.compute / m.compute - 1 : 0.0},
-                      {"predicted_sync_s", p.sync},
-                      {"measured_sync_s", m.sync},
-                      {"predicted_tied_embedding_s", p.tied},
-                      {"measured_tied_embedding_s", m.tied},
-                      {"predicted_idle_s", predicted.end_time() - p.compute},
-                      {"measured_idle_s", measured.end_time() - m.compute}});
+    json group{{"name", predicted.tracks[t].name},
+               {"predicted_compute_s", p.compute},
+               {"measured_compute_s", m.compute},
+               {"compute_error", relative_error(p.compute, m.compute)},
+               {"predicted_sync_s", p.sync},
+               {"measured_sync_s", m.sync},
+               {"predicted_tied_embedding_s", p.tied},
+               {"measured_tied_embedding_s", m.tied},
+               {"predicted_idle_s", predicted.end_time() - p.compute},
+               {"measured_idle_s", measured.end_time() - m.compute}};
+    const auto p_memory = memory_figures(predicted.tracks[t]);
+    const auto m_memory = memory_figures(track);
+    if (p_memory && m_memory) {
+      group["predicted_static_bytes"] = p_memory->static_bytes;
+      group["measured_static_bytes"] = m_memory->static_bytes;
+      group["predicted_activation_bytes"] = p_memory->activations;
+      group["measured_activation_bytes"] = m_memory->activations;
+      group["activation_error"] = relative_error(p_memory->activations, m_memory->activations);
+      group["predicted_other_bytes"] = p_memory->other;
+      group["measured_other_bytes"] = m_memory->other;
+      group["predicted_peak_bytes"] = p_memory->peak;
+      group["measured_peak_bytes"] = m_memory->peak;
+    }
+    groups.push_back(std::move(group));
   }
   const double p = predicted.end_time();
   const double m = measured.end_time();
@@ -105,6 +145,33 @@ json compare_timelines(const trace::Timeline& predicted, const trace::Timeline& 
           {"iteration_error", m > 0 ? p / m - 1 : 0.0},
           {"groups", groups}};
 }
+
+namespace {
+
+// Memory per device, where both timelines have it: the static part, the largest
+// activations in flight and what else the device held, predicted against measured.
+void print_memory(const json& report, std::ostream& out) {
+  Table table({"Device group", ">Weights+grads+optimizer predicted", ">measured",
+               ">Activations predicted", ">measured", ">error", ">Other predicted", ">measured"});
+  bool any = false;
+  const auto bytes = [](const json& group, const char* key) {
+    return format_bytes(group.value(key, 0.0));
+  };
+  for (const auto& g : report["groups"]) {
+    if (!g.contains("measured_activation_bytes")) continue;
+    any = true;
+    table.add_row({g["name"], bytes(g, "predicted_static_bytes"), bytes(g, "measured_static_bytes"),
+                   bytes(g, "predicted_activation_bytes"), bytes(g, "measured_activation_bytes"),
+                   fmt::format("{:+.1f}%", 100 * g["activation_error"].get<double>()),
+                   bytes(g, "predicted_other_bytes"), bytes(g, "measured_other_bytes")});
+  }
+  if (!any) return;
+  out << "\n  Memory per device, largest in the step (other: predicted, the GPU's reserved "
+         "memory; measured, what the process held besides):\n";
+  table.print(out, "  ");
+}
+
+}  // namespace
 
 void print_comparison(const json& report, std::ostream& out) {
   // Idle is the iteration less compute: the bubble, waits for transfers and the gradient
@@ -141,6 +208,7 @@ void print_comparison(const json& report, std::ostream& out) {
     table.add_row(row);
   }
   table.print(out, "  ");
+  print_memory(report, out);
   out << fmt::format("\n  Iteration: predicted {}, measured {}, error {:+.1f}%\n",
                      format_duration(report["predicted_iteration_s"].get<double>()),
                      format_duration(report["measured_iteration_s"].get<double>()),

@@ -10,6 +10,7 @@
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/plan/plan_schedule.h"
 #include "hyperpipe/runtime/deferred_weight_grads.h"
+#include "hyperpipe/runtime/memory_in_use.h"
 #include "hyperpipe/runtime/stand_in_clock.h"
 #include "hyperpipe/runtime/timing.h"
 #include "hyperpipe/schedule/epilogue.h"
@@ -207,6 +208,10 @@ void Executor::send(const Op& op) {
             fmt::format("the activation of micro-batch {} for stage {}", op.micro_batch, next)));
       }
     }
+    // Each send holds its region until it is done; the backward needs only the output's
+    // autograd node, so its values go now (Megatron-LM's deallocate_output_tensor): one
+    // activation less per micro-batch in flight.
+    s.output.set_data(torch::empty({0}, s.output.options()));
   } else {
     const int previous = stage - 1;
     for (const auto& slice : reshard(pipeline_.micro_batch_size, dp_of(previous), role_.dp)) {
@@ -345,6 +350,29 @@ void Executor::compute(const Op& op) {
     default:
       break;
   }
+  sample_memory();
+}
+
+double Executor::static_bytes() const {
+  double bytes = 0;
+  for (const auto& p : parameters()) bytes += 2.0 * static_cast<double>(p.nbytes());
+  for (const auto& [key, state] : optimizer_->state()) {
+    const auto& adam = static_cast<const torch::optim::AdamWParamState&>(*state);
+    for (const auto& moment : {adam.exp_avg(), adam.exp_avg_sq(), adam.max_exp_avg_sq()}) {
+      if (moment.defined()) bytes += static_cast<double>(moment.nbytes());
+    }
+  }
+  return bytes;
+}
+
+void Executor::sample_memory() {
+  const auto in_use = bytes_in_use(options_.device);
+  if (!in_use) return;
+  double not_yet_made = 0;
+  for (const auto& p : parameters()) {
+    if (!p.grad().defined()) not_yet_made += static_cast<double>(p.nbytes());
+  }
+  track_.memory.push_back({seconds_since(start_), *in_use + not_yet_made});
 }
 
 std::vector<torch::Tensor> Executor::parameters() const {
@@ -573,6 +601,8 @@ StepResult Executor::step(int64_t step) {
   step_ = step;
   for (auto& s : slots_) s = Slot();
   for (auto& p : parameters()) p.mutable_grad() = torch::Tensor();
+  track_.static_bytes = static_bytes();
+  sample_memory();
 
   const auto& ops = schedule_.ops[role_.group];
   for (op_index_ = 0; op_index_ < ops.size(); ++op_index_) {

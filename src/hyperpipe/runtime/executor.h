@@ -99,6 +99,12 @@ class Executor {
   void wait_all(std::vector<std::unique_ptr<Pending>>& pending, const char* what, int micro_batch,
                 std::vector<torch::Tensor>* gathers = nullptr);
   std::vector<torch::Tensor> parameters() const;
+  // Bytes of the weights, of their gradients and of the optimizer's state for them.
+  double static_bytes() const;
+  // Adds what the process holds now to the track's memory: the allocator's count, with
+  // the gradients not yet made counted as if they were (they are static in the cost model;
+  // each step makes them anew in its backward).
+  void sample_memory();
   void sum_tied_embedding();
   void sum_across_pipelines();
   // Sums `tensors` × scale over `ranks` in place (one all-reduce of one flat buffer).

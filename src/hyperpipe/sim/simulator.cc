@@ -56,6 +56,7 @@ class Engine {
       static_bytes_[s_.rank_of_stage(stage)] += in_.stages[stage].static_bytes;
     }
     for (int r = 0; r < s_.ranks; ++r) {
+      out_.timeline.tracks[r].static_bytes = static_bytes_[r];
       static_bytes_[r] += in_.reserved_bytes.empty() ? 0.0 : in_.reserved_bytes[r];
       out_.timeline.tracks[r].memory.push_back({0.0, static_bytes_[r]});
     }

@@ -33,6 +33,7 @@ nlohmann::json track_to_json(const Track& track) {
                       {"communication", intervals_to_json(track.communication)},
                       {"memory", memory}};
   if (!track.ops.empty()) json["ops"] = track.ops;
+  if (track.static_bytes > 0) json["static_bytes"] = track.static_bytes;
   return json;
 }
 
@@ -46,6 +47,7 @@ Track track_from_json(const nlohmann::json& json) {
     track.memory.push_back({sample.at(0).get<double>(), sample.at(1).get<double>()});
   }
   if (json.contains("ops")) track.ops = json.at("ops").get<std::vector<std::string>>();
+  if (json.contains("static_bytes")) track.static_bytes = json.at("static_bytes").get<double>();
   return track;
 }
 

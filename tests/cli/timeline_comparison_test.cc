@@ -1,0 +1,60 @@
+#include "hyperpipe/cli/timeline_comparison.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "hyperpipe/trace/timeline_json.h"
+
+namespace hyperpipe::cli {
+namespace {
+
+// One device group, predicted and measured, with memory samples: the figures are the
+// samples' own (static part, peak over the first sample, the first sample's rest).
+TEST(TimelineComparison, MemoryPerGroupFromTheSamples) {
+  trace::Timeline predicted;
+  predicted.title = "predicted";
+  trace::Track p{"stage 0: A100 ×1 [0]", {0}, {{"F", 0, 0, 0, 0.0, 0.001}}, {}, {}, 0, {}};
+  p.static_bytes = 100;
+  p.memory = {{0.0, 1100}, {0.001, 1600}, {0.002, 1100}};  // 1000 reserved, 500 activations
+  predicted.tracks = {p};
+  trace::Timeline measured;
+  measured.title = "measured";
+  trace::Track m{"rank 0", {0}, {{"F", 0, 0, 0, 0.0, 0.002}}, {}, {}, 0, {}};
+  m.static_bytes = 100;
+  m.memory = {{0.0, 150}, {0.002, 700}, {0.003, 160}};  // 50 the process's own, 550 peak
+  // Through the timeline file's form and back, as `compare` reads it.
+  measured.tracks = {trace::track_from_json(trace::track_to_json(m))};
+
+  const auto report = compare_timelines(predicted, measured);
+  ASSERT_EQ(report["groups"].size(), 1u);
+  const auto& group = report["groups"][0];
+  EXPECT_DOUBLE_EQ(group["predicted_static_bytes"].get<double>(), 100);
+  EXPECT_DOUBLE_EQ(group["measured_static_bytes"].get<double>(), 100);
+  EXPECT_DOUBLE_EQ(group["predicted_activation_bytes"].get<double>(), 500);
+  EXPECT_DOUBLE_EQ(group["measured_activation_bytes"].get<double>(), 550);
+  EXPECT_DOUBLE_EQ(group["activation_error"].get<double>(), 500.0 / 550 - 1);
+  EXPECT_DOUBLE_EQ(group["predicted_other_bytes"].get<double>(), 1000);
+  EXPECT_DOUBLE_EQ(group["measured_other_bytes"].get<double>(), 50);
+  EXPECT_DOUBLE_EQ(group["measured_peak_bytes"].get<double>(), 700);
+
+  std::ostringstream out;
+  print_comparison(report, out);
+  EXPECT_NE(out.str().find("Memory per device"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("-9.1%"), std::string::npos) << out.str();
+}
+
+// Without memory samples (an older timeline file) there is no memory part.
+TEST(TimelineComparison, NoMemoryWithoutSamples) {
+  trace::Timeline predicted;
+  predicted.tracks = {{"stage 0", {0}, {{"F", 0, 0, 0, 0.0, 0.001}}, {}, {}, 0, {}}};
+  trace::Timeline measured = predicted;
+  const auto report = compare_timelines(predicted, measured);
+  EXPECT_FALSE(report["groups"][0].contains("measured_activation_bytes"));
+  std::ostringstream out;
+  print_comparison(report, out);
+  EXPECT_EQ(out.str().find("Memory per device"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hyperpipe::cli
