@@ -191,7 +191,8 @@ const std::vector<Executor::Handler>& Executor::handlers() {
 }
 
 void Executor::send(const Op& op) {
-  auto& sends = sends_;
+  const auto proof = proof_of(op);
+  auto& sends = proof ? held_sends_[*proof] : sends_;
   Slot& s = slot(op.chunk, op.micro_batch);
   const int stage = stage_of(op.chunk);
   if (op.kind == OpKind::send_forward) {
@@ -298,6 +299,7 @@ void Executor::compute(const Op& op) {
   switch (op.kind) {
     case OpKind::forward: {
       wait_all(s.forward_receives, "wait RF", op.micro_batch, &s.forward_gathers);
+      if (stage > 0) release_sends({OpKind::recv_forward, op.chunk, op.micro_batch});
       if (stage == 0) {
         s.input = batch_tokens(step, op.micro_batch, false);
       } else {
@@ -322,7 +324,10 @@ void Executor::compute(const Op& op) {
     }
     case OpKind::backward:
     case OpKind::backward_input: {
-      if (!last) wait_all(s.backward_receives, "wait RB", op.micro_batch, &s.backward_gathers);
+      if (!last) {
+        wait_all(s.backward_receives, "wait RB", op.micro_batch, &s.backward_gathers);
+        release_sends({OpKind::recv_backward, op.chunk, op.micro_batch});
+      }
       if (!last && group_of(stage + 1) == role_.group) {
         // The next stage is this group's next chunk: its input's gradient, in memory.
         Slot& next = slot(op.chunk + 1, op.micro_batch);
@@ -402,7 +407,44 @@ void Executor::all_reduce(const Op& op) {
   all_reduces_.push_back(std::move(started));
 }
 
+std::optional<Executor::ReceiveKey> Executor::proof_of(const Op& op) const {
+  const int stage = stage_of(op.chunk);
+  if (op.kind == OpKind::send_forward) {
+    // The next stage sends this micro-batch's gradient back only after its backward, so
+    // after its forward: every rank this activation went to had it (its tp shards run the
+    // forward's sums together; the same ranks hold these samples backwards).
+    return ReceiveKey{OpKind::recv_backward, op.chunk, op.micro_batch};
+  }
+  // The previous stage's ranks that take this gradient in send this process activations
+  // (of the same samples) after that micro-batch's backward: the first such one proves it.
+  const int previous = stage - 1;
+  const auto& theirs = schedule_.ops[group_of(previous)];
+  const int their_chunk = previous / groups_;
+  const auto backward = std::find_if(theirs.begin(), theirs.end(), [&](const Op& o) {
+    return (o.kind == OpKind::backward || o.kind == OpKind::backward_input) &&
+           o.chunk == their_chunk && o.micro_batch == op.micro_batch;
+  });
+  for (auto o = backward; o != theirs.end(); ++o) {
+    if (o->kind != OpKind::send_forward) continue;
+    const int to = o->chunk * groups_ + group_of(previous) + 1;
+    if (group_of(to) == role_.group)
+      return ReceiveKey{OpKind::recv_forward, to / groups_, o->micro_batch};
+  }
+  return std::nullopt;
+}
+
+void Executor::release_sends(const ReceiveKey& key) {
+  const auto held = held_sends_.find(key);
+  if (held == held_sends_.end()) return;
+  for (auto& pending : held->second) pending->wait();
+  held_sends_.erase(held);
+}
+
 void Executor::finish_backward_work() {
+  for (auto& [key, pending] : held_sends_) {
+    for (auto& p : pending) sends_.push_back(std::move(p));
+  }
+  held_sends_.clear();
   wait_all(sends_, "wait sends", -1);
   for (auto& started : all_reduces_) {
     started.pending->wait();

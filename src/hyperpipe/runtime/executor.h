@@ -12,7 +12,10 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
+#include <tuple>
 #include <vector>
 
 #include "hyperpipe/model/model.h"
@@ -91,6 +94,21 @@ class Executor {
   void optimizer_step(const schedule::Op& op);
   // Before an epilogue collective: every send done, every started all-reduce summed.
   void finish_backward_work();
+  // A receive this process will complete only after the peers of a send have taken it in:
+  // the sends wait on that receive's completion, then free their buffers (below).
+  struct ReceiveKey {
+    schedule::OpKind kind;  // recv_forward or recv_backward
+    int chunk = 0;
+    int micro_batch = 0;
+    bool operator<(const ReceiveKey& other) const {
+      return std::tie(kind, chunk, micro_batch) <
+             std::tie(other.kind, other.chunk, other.micro_batch);
+    }
+  };
+  // The receive that proves a send of `op` done, if a later one does (release_keys_).
+  std::optional<ReceiveKey> proof_of(const schedule::Op& op) const;
+  // The sends `key`'s completion proves done: waited for (at once) and freed.
+  void release_sends(const ReceiveKey& key);
   // Runs a collective and records it on the communication track as `op`'s.
   template <typename Work>
   void collective(const schedule::Op& op, const Work& work);
@@ -135,7 +153,8 @@ class Executor {
   // The step being run, its position in the op list, and what it has left in flight.
   int64_t step_ = 0;
   size_t op_index_ = 0;
-  std::vector<std::unique_ptr<Pending>> sends_;
+  std::vector<std::unique_ptr<Pending>> sends_;  // waited for at the epilogue
+  std::map<ReceiveKey, std::vector<std::unique_ptr<Pending>>> held_sends_;
   struct StartedAllReduce;
   std::vector<StartedAllReduce> all_reduces_;
   StepResult result_;
