@@ -40,7 +40,7 @@ using runtime::seconds_since;
 
 const char* kModel =
     "name: bench-gpt\nflavour: gpt\nhidden: 256\nlayers: 8\nheads: 8\nvocab: 256\n"
-    "seq_len: 128\ntied_embeddings: true\ndropout: false\n";
+    "seq_len: 128\ntied_embeddings: true\ndropout: false\ndtype: fp32\n";
 constexpr int kCut = 5;  // embedding + 4 blocks | 4 blocks + head
 constexpr int64_t kMicroBatch = 4;
 constexpr int kMicroBatches = 8;

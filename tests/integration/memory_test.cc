@@ -44,7 +44,8 @@ struct MeasuredRun {
   std::vector<GroupMemory> measured, predicted;
 };
 
-MeasuredRun run_with(const std::string& recompute) {
+MeasuredRun run_with(const std::string& recompute, const std::string& model = kMeasuredGpt,
+                     const std::string& options = "") {
   const std::string plan = R"("recompute": ")" + recompute + R"(",
       "micro_batch_size": 4, "micro_batches": 4, "schedule": "1f1b",
       "stages": [{"layers": [0, 3], "devices": [0]}, {"layers": [3, 6], "devices": [1]}])";
@@ -85,6 +86,20 @@ TEST(Memory, RecomputationKeepsWhatTheCostModelPredicts) {
                 kBuffersBeyondTheModel * none.predicted[g].activations)
         << g;
     EXPECT_LT(full.measured[g].activations, 0.5 * none.measured[g].activations) << g;
+  }
+}
+
+// A bf16 model trained in fp32 when asked (mixed precision is not built yet) is predicted
+// as it runs: activations of 4-byte elements, not bf16's 2.
+TEST(Memory, AModelAskedToRunInFp32IsPredictedInFp32) {
+  std::string bf16 = kMeasuredGpt;
+  bf16.replace(bf16.find("dtype: fp32"), 11, "dtype: bf16");
+  const MeasuredRun run = run_with("none", bf16, " --dtype fp32");
+  ASSERT_EQ(run.measured.size(), 2u);
+  for (size_t g = 0; g < 2; ++g) {
+    EXPECT_NEAR(run.measured[g].activations, run.predicted[g].activations,
+                kBuffersBeyondTheModel * run.predicted[g].activations)
+        << g;
   }
 }
 

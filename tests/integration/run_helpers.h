@@ -28,7 +28,7 @@ inline const std::string kCorpus = std::string(HYPERPIPE_EXAMPLES) + "/data/corp
 // copies must be summed across stages.
 inline const char* kTinyGpt =
     "name: test-gpt\nflavour: gpt\nhidden: 32\nlayers: 4\nheads: 2\nvocab: 256\nseq_len: 16\n"
-    "tied_embeddings: true\ndropout: false\n";
+    "tied_embeddings: true\ndropout: false\ndtype: fp32\n";
 
 inline const char* kTwoStages =
     R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "1f1b",

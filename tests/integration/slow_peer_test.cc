@@ -17,7 +17,7 @@ using namespace integration;
 // one-second timeout below.
 const char* kWideHeadGpt =
     "name: wide-head\nflavour: gpt\nhidden: 128\nlayers: 2\nheads: 2\nvocab: 32000\n"
-    "seq_len: 128\ndropout: false\n";
+    "seq_len: 128\ndropout: false\ndtype: fp32\n";
 const char* kHeadApart =
     R"("micro_batch_size": 4, "micro_batches": 2, "schedule": "1f1b",
        "stages": [{"layers": [0, 3], "devices": [0]}, {"layers": [3, 4], "devices": [1]}])";

@@ -45,8 +45,10 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
   command->add_option("--device", options->device, "cpu or cuda")
       ->default_val("cpu")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  command->add_option("--dtype", options->dtype, "fp32, or fp64 to compare runs exactly")
-      ->default_val("fp32")
+  command
+      ->add_option("--dtype", options->dtype,
+                   "fp32, or fp64 to compare runs exactly (default: the model's dtype, which "
+                   "must be fp32 until mixed precision is built)")
       ->check(CLI::IsMember({"fp32", "fp64"}));
   command->add_option("--threads", options->threads, "Intra-op threads per process")
       ->default_val(1)
@@ -94,6 +96,8 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
     // The report's inputs are checked before the run, as the runtime checks its own.
     const auto [plan, model, cluster] =
         plan::load_checked_plan(options->plan_path, options->cluster);
+    // Refused here already, before any process joins, where the model's dtype cannot run.
+    runtime::run_dtype(options->dtype, model.config().dtype, model.config().name);
     std::optional<cost::ProfileDb> profiles;
     if (*profiles_path) profiles = cost::ProfileDb::load_for(**profiles_path, model.config().name);
     report->steps = options->steps;
@@ -112,7 +116,12 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
       }
       if (!record.reporter) return;
       progress.write_metrics();
-      report_prediction(record, plan, model, cluster, profiles ? &*profiles : nullptr, *report,
+      // Predicted as it ran: a model asked to run in fp32 (or fp64, costed as fp32) is
+      // costed in fp32, whatever its own dtype.
+      auto config = model.config();
+      config.dtype = model::DType::fp32;
+      const model::Model as_run(config);
+      report_prediction(record, plan, as_run, cluster, profiles ? &*profiles : nullptr, *report,
                         out);
     } catch (const runtime::CommunicationError& error) {
       throw CommandFailed(error.what(), kExitInternalError);

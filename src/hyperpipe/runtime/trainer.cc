@@ -251,15 +251,27 @@ ExecutorOptions process_settings(const TrainOptions& options, const CheckedRun& 
   settings.speed = run.checked.cluster.device_type(device).speed.value_or(1.0);
   torch::set_num_threads(options.threads);
   keep_freed_memory();
-  if (options.dtype == "fp64") {
+  const auto& config = run.checked.model.config();
+  if (run_dtype(options.dtype, config.dtype, config.name) == "fp64") {
     torch::set_default_dtype(caffe2::TypeMeta::Make<double>());
-  } else if (options.dtype != "fp32") {
-    throw InputError("--dtype", options.dtype, "fp32 or fp64");
   }
   return settings;
 }
 
 }  // namespace
+
+std::string run_dtype(const std::string& requested, model::DType model_dtype,
+                      const std::string& model_name) {
+  if (requested == "fp32" || requested == "fp64") return requested;
+  if (!requested.empty()) throw InputError("--dtype", requested, "fp32 or fp64");
+  if (model_dtype == model::DType::fp32) return "fp32";
+  throw InputError(
+      "--dtype", "",
+      fmt::format("a type the runtime trains in: model {} says {}, and mixed precision is not "
+                  "built yet; --dtype fp32 trains it in fp32 (the prediction then costed in "
+                  "fp32 too), or set `dtype: fp32` in the model",
+                  model_name, model::to_string(model_dtype)));
+}
 
 TrainRecord train(const TrainOptions& options, TrainObserver& observer) {
   const CheckedRun run(options);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "hyperpipe/model/dtype.h"
 #include "hyperpipe/runtime/communication_error.h"
 #include "hyperpipe/runtime/optimizer_options.h"
 #include "hyperpipe/runtime/train_record.h"
@@ -28,8 +29,8 @@ struct TrainOptions {
   int threads = 1;             // intra-op threads per process
   // Floating-point type of weights and activations: "fp32", or "fp64" where a run must be
   // compared with another to far below fp32's rounding (Adam turns rounding noise in
-  // gradients that should be zero into full-size steps).
-  std::string dtype = "fp32";
+  // gradients that should be zero into full-size steps); empty: the model's (run_dtype).
+  std::string dtype;
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   // The step whose timeline rank 0 gathers (default: the median of the last 32 by rank 0's
   // time, the run's first left out).
@@ -40,6 +41,13 @@ struct TrainOptions {
   // Replace the checkpoints of an earlier run in checkpoint_dir (else a new run refuses it).
   bool overwrite = false;
 };
+
+// What a run trains in: `requested` (--dtype) where given, else the model's own when the
+// runtime trains in it. Mixed precision (bf16, fp16 with fp32 master weights) is not built
+// yet, so a model in bf16 or fp16 is refused with InputError (naming --dtype fp32) rather
+// than trained in fp32 against a prediction costed in its dtype.
+std::string run_dtype(const std::string& requested, model::DType model_dtype,
+                      const std::string& model_name);
 
 // The exit code of a process that stops because another failed (its watchdog's).
 inline constexpr int kExitRunFailed = 1;
