@@ -31,20 +31,15 @@
 #include "hyperpipe/schedule/passes.h"
 #include "hyperpipe/sim/simulator.h"
 #include "hyperpipe/trace/timeline_json.h"
+#include "two_stage_gpt.h"
 
 namespace {
 
 using namespace hyperpipe;
+using namespace hyperpipe::bench;
 using runtime::median;
 using runtime::seconds_since;
 
-const char* kModel =
-    "name: bench-gpt\nflavour: gpt\nhidden: 256\nlayers: 8\nheads: 8\nvocab: 256\n"
-    "seq_len: 128\ntied_embeddings: true\ndropout: false\ndtype: fp32\n";
-constexpr int kCut = 5;  // embedding + 4 blocks | 4 blocks + head
-constexpr int64_t kMicroBatch = 4;
-constexpr int kMicroBatches = 8;
-constexpr int kWarmupSteps = 2;
 constexpr int kProfileRepeats = 15;
 
 struct StageTimes {
@@ -116,12 +111,7 @@ int main(int argc, char** argv) {
   const fs::path dir =
       fs::temp_directory_path() / fmt::format("hyperpipe-runtime-bench-{}", getpid());
   fs::create_directories(dir);
-  std::ofstream(dir / "model.yaml") << kModel;
-  std::ofstream(dir / "plan.json") << fmt::format(
-      R"({{"format": "hyperpipe.plan/1", "model": "model.yaml", "cluster": "a100x8",
-          "micro_batch_size": {}, "micro_batches": {}, "schedule": "1f1b",
-          "stages": [{{"layers": [0, {}], "devices": [0]}}, {{"layers": [{}, 10], "devices": [1]}}]}})",
-      kMicroBatch, kMicroBatches, kCut, kCut);
+  write_two_stage_plan(dir);
   const model::Model model(model::read_model_yaml(YamlField::load_string(kModel, "bench")));
 
   // 1. The prediction from a profile of the same layers in this process.
@@ -130,22 +120,13 @@ int main(int argc, char** argv) {
   const double predicted = simulate(profiled);
 
   // 2. The run.
-  const std::string command = fmt::format(
-      "{} launch --plan {}/plan.json --data {}/data/corpus.txt --steps {} --metrics "
-      "{}/metrics.jsonl --timeline {}/timeline.json > {}/log.txt 2>&1",
-      HYPERPIPE_BINARY, dir.string(), HYPERPIPE_EXAMPLES, steps, dir.string(), dir.string(),
-      dir.string());
-  if (std::system(command.c_str()) != 0) {
-    std::cerr << "the run failed; see " << (dir / "log.txt").string() << '\n';
+  try {
+    launch_two_stage_plan(dir, steps);
+  } catch (const std::exception& error) {
+    std::cerr << error.what() << '\n';
     return 1;
   }
-  std::vector<double> step_seconds;
-  std::ifstream metrics(dir / "metrics.jsonl");
-  for (std::string line; std::getline(metrics, line);) {
-    const auto entry = nlohmann::json::parse(line);
-    if (entry["step"].get<int>() >= kWarmupSteps) step_seconds.push_back(entry["seconds"]);
-  }
-  const double measured = median(step_seconds);
+  const double measured = median_step_seconds(dir);
 
   // 3. Pure compute: the simulator with the op times of the measured (last) step.
   std::ifstream timeline_file(dir / "timeline.json");
@@ -168,7 +149,7 @@ int main(int argc, char** argv) {
       "  predicted (profile + simulator): {:.1f} ms\n"
       "  measured iteration:              {:.1f} ms  (prediction error {:+.1f}%)\n"
       "  pure compute of the run's ops:   {:.1f} ms  (runtime overhead {:+.1f}%)\n",
-      kMicroBatches, kMicroBatch, model.config().seq_len, step_seconds.size(),
+      kMicroBatches, kMicroBatch, model.config().seq_len, steps - kWarmupSteps,
       1e3 * profiled[0].forward, 1e3 * profiled[0].backward, 1e3 * profiled[1].forward,
       1e3 * profiled[1].backward, 1e3 * measured_ops[0].forward, 1e3 * measured_ops[0].backward,
       1e3 * measured_ops[1].forward, 1e3 * measured_ops[1].backward, 1e3 * predicted,
