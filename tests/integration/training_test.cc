@@ -24,6 +24,7 @@
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/plan/plan.h"
 #include "hyperpipe/runtime/checkpoint.h"
+#include "hyperpipe/runtime/dropout.h"
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/stage_module.h"
 #include "hyperpipe/runtime/text_corpus.h"
@@ -159,6 +160,7 @@ TrainedRun reference(const std::string& model_yaml, int64_t global_batch, int64_
       }
       const auto x = torch::tensor(inputs, torch::kLong).view({micro_batch, seq});
       const auto y = torch::tensor(targets, torch::kLong).view({micro_batch, seq});
+      const DropoutScope dropout_scope(DropoutPlace{kSeed, step, first});
       const auto l =
           cross_entropy_sum(whole.forward(x), y) / static_cast<double>(global_batch * seq);
       l.backward();
@@ -389,6 +391,26 @@ TEST(Training, LlamaRecomputedMatchesOneProcess) {
                                    {"layers": [3, 6], "devices": [1, 2], "tp": 2,
                                     "recompute": "full"}])"),
               reference(kTinyLlama, 6, 2));
+}
+
+// Dropout's masks belong to the samples of the global batch: a pipeline that reshards
+// micro-batches over dp 2 then 3, or splits heads over tp 2 and recomputes, draws the
+// masks one process draws.
+TEST(Training, DropoutMatchesOneProcess) {
+  std::string with_dropout = kTinyGpt;
+  with_dropout.replace(with_dropout.find("dropout: false"), 14, "dropout: true");
+  expect_same(launch("dropout-dp-two-then-three", with_dropout,
+                     R"("micro_batch_size": 6, "micro_batches": 2, "schedule": "zb-h1",
+                        "stages": [{"layers": [0, 3], "devices": [0, 1]},
+                                   {"layers": [3, 6], "devices": [2, 3, 4]}])"),
+              reference(with_dropout, 12, 6));
+  expect_same(launch("dropout-tp-two-recomputed", with_dropout,
+                     R"("recompute": "selective", "micro_batch_size": 4, "micro_batches": 2,
+                        "schedule": "1f1b",
+                        "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2,
+                                    "recompute": "full"},
+                                   {"layers": [4, 6], "devices": [4, 5], "tp": 2}])"),
+              reference(with_dropout, 8, 4));
 }
 
 // A LLaMA (untied) whose second stage alone is split in two: activations fan out from

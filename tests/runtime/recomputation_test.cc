@@ -10,6 +10,7 @@
 #include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/runtime/deferred_weight_grads.h"
+#include "hyperpipe/runtime/dropout.h"
 #include "hyperpipe/runtime/memory_in_use.h"
 #include "hyperpipe/runtime/stage_module.h"
 #include "small_models.h"
@@ -31,6 +32,7 @@ struct Trained {
 };
 
 // Two stages' worth (all layers from token ids; the blocks and head from hidden states),
+// dropout drawn where the model has it (the GPT),
 // two micro-batches each, gradients accumulated; with `deferred`, the linear layers'
 // weight gradients kept for W and applied after each backward (zero-bubble's B and W).
 Trained train(const model::Model& model, Recompute recompute, bool deferred,
@@ -50,6 +52,8 @@ Trained train(const model::Model& model, Recompute recompute, bool deferred,
       torch::Tensor loss;
       {
         const DeferWeightGradients defer(store);
+        // The GPT has dropout: a rerun must draw the masks the first run drew.
+        const DropoutScope dropout_scope(DropoutPlace{5, 0, 2 * micro_batch});
         loss = stage.loss_sum(stage.forward(input), targets[micro_batch]);
       }
       loss.backward();
@@ -180,7 +184,10 @@ TEST(Recomputation, KeepsWhatTheCostModelCounts) {
       "name: measured-gpt\nflavour: gpt\nhidden: 256\nlayers: 4\nheads: 8\nvocab: 97\n"
       "seq_len: 128\ndtype: fp32\ntied_embeddings: false\ndropout: false\n",
       "name: measured-llama\nflavour: llama\nhidden: 256\nlayers: 4\nheads: 8\nkv_heads: 4\n"
-      "ffn_hidden: 704\nvocab: 97\nseq_len: 128\ndtype: fp32\ntied_embeddings: false\n"};
+      "ffn_hidden: 704\nvocab: 97\nseq_len: 128\ndtype: fp32\ntied_embeddings: false\n",
+      // Dropout's masks (a byte per element) and the attention's dropped-out copy.
+      "name: measured-dropout\nflavour: gpt\nhidden: 256\nlayers: 4\nheads: 8\nvocab: 97\n"
+      "seq_len: 128\ndtype: fp32\ntied_embeddings: false\ndropout: true\n"};
   constexpr int64_t kMicroBatch = 4;
   for (const char* yaml : kMeasured) {
     const auto model = small_model(yaml);
@@ -189,6 +196,7 @@ TEST(Recomputation, KeepsWhatTheCostModelCounts) {
       StageModule stage(model, 1, 1 + blocks, 3, {}, mode);
       const auto input = torch::randn({kMicroBatch, model.config().seq_len, model.config().hidden})
                              .requires_grad_(true);
+      const DropoutScope dropout_scope(DropoutPlace{});
       const auto before = bytes_in_use(torch::kCPU);
       auto output = stage.forward(input);
       const auto after = bytes_in_use(torch::kCPU);

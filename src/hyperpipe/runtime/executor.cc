@@ -10,6 +10,7 @@
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/plan/plan_schedule.h"
 #include "hyperpipe/runtime/deferred_weight_grads.h"
+#include "hyperpipe/runtime/dropout.h"
 #include "hyperpipe/runtime/memory_in_use.h"
 #include "hyperpipe/runtime/stand_in_clock.h"
 #include "hyperpipe/runtime/timing.h"
@@ -312,8 +313,13 @@ void Executor::compute(const Op& op) {
       }
       const auto targets = last ? batch_tokens(step, op.micro_batch, true) : torch::Tensor();
       if (split_backward_) s.weight_grads = std::make_shared<WeightGradStore>();
+      // Dropout masks are drawn for these rows' places in the global batch (dropout.h).
+      const DropoutPlace place{
+          options_.seed, step,
+          first_sample_ + op.micro_batch * pipeline_.micro_batch_size + mine_.begin};
       timed(interval, [&] {
         const DeferWeightGradients defer(s.weight_grads);
+        const DropoutScope dropout_scope(place);
         s.output = module.forward(s.input);
         if (last) {
           s.output = module.loss_sum(s.output, targets) / static_cast<double>(tokens_per_step_);

@@ -9,6 +9,7 @@
 
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/runtime/deferred_weight_grads.h"
+#include "hyperpipe/runtime/dropout.h"
 #include "hyperpipe/runtime/lean_ops.h"
 #include "hyperpipe/runtime/recomputation.h"
 
@@ -81,6 +82,7 @@ class Embedding final : public LayerModule {
             const TensorShard& shard)
       : offset_(config.position_offset),
         vocab_(config.vocab),
+        dropout_(config.dropout),
         shard_(shard),
         rows_(shard_rows(config.vocab, shard)) {
     tokens_ = register_parameter(
@@ -100,7 +102,7 @@ class Embedding final : public LayerModule {
           torch::arange(offset_, offset_ + ids.size(1), ids.options().dtype(torch::kLong));
       hidden = hidden + positions_.index_select(0, where);
     }
-    return hidden;
+    return dropout_ ? dropout(hidden, 0, DropoutSite::embedding) : hidden;
   }
 
   std::optional<ShardSplit> split(const std::string& name) const override {
@@ -120,6 +122,7 @@ class Embedding final : public LayerModule {
 
   int64_t offset_;
   int64_t vocab_;
+  bool dropout_;
   TensorShard shard_;
   ShardRows rows_;
   torch::Tensor tokens_;
@@ -128,9 +131,11 @@ class Embedding final : public LayerModule {
 
 class Block final : public LayerModule {
  public:
-  Block(const model::TransformerConfig& config, torch::Generator generator,
+  Block(const model::TransformerConfig& config, int index, torch::Generator generator,
         const TensorShard& shard, model::Recompute recompute)
       : gpt_(config.flavour == model::Flavour::gpt),
+        index_(index),
+        dropout_(config.dropout),
         recompute_(recompute),
         heads_(config.heads / shard.size),
         kv_heads_(config.kv_heads / shard.size),
@@ -182,13 +187,27 @@ class Block final : public LayerModule {
 
   torch::Tensor forward(const torch::Tensor& x) override {
     if (recompute_ != model::Recompute::full) return body(x);
-    return recomputed([this](const std::vector<torch::Tensor>& in) { return body(in[0]); }, {x});
+    // The rerun draws the first run's dropout masks: it runs in the same place.
+    return recomputed(
+        [this, place = current_dropout_place()](const std::vector<torch::Tensor>& in) {
+          const DropoutScope scope(place);
+          return body(in[0]);
+        },
+        {x});
   }
 
  private:
   torch::Tensor body(const torch::Tensor& x) const {
-    const auto h = x + attention(shared(shard_, norm(x, attention_norm_, attention_norm_bias_)));
-    return h + mlp(shared(shard_, norm(h, mlp_norm_, mlp_norm_bias_)));
+    const auto h =
+        x + residual(attention(shared(shard_, norm(x, attention_norm_, attention_norm_bias_))),
+                     DropoutSite::attention_residual);
+    return h + residual(mlp(shared(shard_, norm(h, mlp_norm_, mlp_norm_bias_))),
+                        DropoutSite::mlp_residual);
+  }
+
+  // A residual branch before it is added: dropped out where the model has dropout.
+  torch::Tensor residual(const torch::Tensor& branch, DropoutSite site) const {
+    return dropout_ ? dropout(branch, index_, site) : branch;
   }
 
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight,
@@ -217,7 +236,9 @@ class Block final : public LayerModule {
     q = q.contiguous();
     k = k.contiguous();
     v = v.contiguous();
-    const auto core_of = [this](const std::vector<torch::Tensor>& in) {
+    const auto core_of = [this,
+                          place = current_dropout_place()](const std::vector<torch::Tensor>& in) {
+      const DropoutScope scope(place);  // a rerun draws the first run's masks
       return core(in[0], in[1], in[2]);
     };
     const auto mixed =
@@ -238,7 +259,15 @@ class Block final : public LayerModule {
     const auto future =
         torch::ones({s, s}, q.options().dtype(torch::kBool)).triu(1).repeat({group, 1});
     scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
-    return scores.softmax(-1).matmul(v).view({b, heads_, s, head_dim_});
+    auto probabilities = scores.softmax(-1);
+    if (dropout_) {
+      // As [b, heads, s, s] (each key/value head's rows are its query heads' in order):
+      // the masks of this shard's heads of the whole layer.
+      probabilities =
+          attention_dropout(probabilities.view({b, heads_, s, s}), index_, shard_.rank * heads_)
+              .view(probabilities.sizes());
+    }
+    return probabilities.matmul(v).view({b, heads_, s, head_dim_});
   }
 
   torch::Tensor mlp(const torch::Tensor& x) const {
@@ -253,6 +282,8 @@ class Block final : public LayerModule {
   }
 
   bool gpt_;
+  int index_;  // in the chain: what dropout masks are drawn for
+  bool dropout_;
   model::Recompute recompute_;
   int64_t heads_;
   int64_t kv_heads_;
@@ -376,7 +407,7 @@ std::shared_ptr<LayerModule> make_layer(const model::Layer& layer,
     case model::LayerKind::embedding:
       return std::make_shared<Embedding>(config, generator, shard);
     case model::LayerKind::decoder_block:
-      return std::make_shared<Block>(config, generator, shard, recompute);
+      return std::make_shared<Block>(config, layer.index(), generator, shard, recompute);
     case model::LayerKind::head:
       return std::make_shared<Head>(config, generator, seed, shard);
   }

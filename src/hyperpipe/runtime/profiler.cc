@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "hyperpipe/runtime/deferred_weight_grads.h"
+#include "hyperpipe/runtime/dropout.h"
 #include "hyperpipe/runtime/layers.h"
 #include "hyperpipe/runtime/memory_in_use.h"
 #include "hyperpipe/runtime/optimizer.h"
@@ -113,6 +114,7 @@ class LayerBench {
     // run (the sums over the shards are the cost model's to add).
     const auto targets = layer_.holds_head() ? tokens(vocabulary_slice_) : torch::Tensor();
     const auto run_forward = [&] {
+      const DropoutScope dropout_scope(DropoutPlace{});  // masks drawn as a run draws them
       auto output = layer_.forward(input);
       if (layer_.holds_head()) output = layer_.loss_sum(output, targets);
       return output;
