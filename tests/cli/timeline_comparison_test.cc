@@ -14,13 +14,13 @@ namespace {
 TEST(TimelineComparison, MemoryPerGroupFromTheSamples) {
   trace::Timeline predicted;
   predicted.title = "predicted";
-  trace::Track p{"stage 0: A100 ×1 [0]", {0}, {{"F", 0, 0, 0, 0.0, 0.001}}, {}, {}, 0, {}};
+  trace::Track p{"stage 0: A100 ×1 [0]", {0}, {{"F", 0, 0, 0, 0.0, 0.001}}, {}, {}, {}};
   p.static_bytes = 100;
   p.memory = {{0.0, 1100}, {0.001, 1600}, {0.002, 1100}};  // 1000 reserved, 500 activations
   predicted.tracks = {p};
   trace::Timeline measured;
   measured.title = "measured";
-  trace::Track m{"rank 0", {0}, {{"F", 0, 0, 0, 0.0, 0.002}}, {}, {}, 0, {}};
+  trace::Track m{"rank 0", {0}, {{"F", 0, 0, 0, 0.0, 0.002}}, {}, {}, {}};
   m.static_bytes = 100;
   m.memory = {{0.0, 150}, {0.002, 700}, {0.003, 160}};  // 50 the process's own, 550 peak
   // Through the timeline file's form and back, as `compare` reads it.
@@ -47,7 +47,7 @@ TEST(TimelineComparison, MemoryPerGroupFromTheSamples) {
 // Without memory samples (an older timeline file) there is no memory part.
 TEST(TimelineComparison, NoMemoryWithoutSamples) {
   trace::Timeline predicted;
-  predicted.tracks = {{"stage 0", {0}, {{"F", 0, 0, 0, 0.0, 0.001}}, {}, {}, 0, {}}};
+  predicted.tracks = {{"stage 0", {0}, {{"F", 0, 0, 0, 0.0, 0.001}}, {}, {}, {}}};
   trace::Timeline measured = predicted;
   const auto report = compare_timelines(predicted, measured);
   EXPECT_FALSE(report["groups"][0].contains("measured_activation_bytes"));

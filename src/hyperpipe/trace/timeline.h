@@ -30,13 +30,13 @@ struct Track {
   std::vector<Interval> compute;
   std::vector<Interval> communication;
   std::vector<MemorySample> memory;
-  // Of every memory sample, the bytes of weights, gradients and optimizer state; the rest
-  // of the first sample is what the device holds besides (reserved, or the process's own).
-  double static_bytes = 0;
   // Every op the track ran, in the order it ran them ("RF0<1", "F0", "AR.1", "GN", …, as
   // schedule::to_string with chunks writes them): the simulator's and the runtime's lists
   // of a device group must be equal.
   std::vector<std::string> ops;
+  // Of every memory sample, the bytes of weights, gradients and optimizer state; the rest
+  // of the first sample is what the device holds besides (reserved, or the process's own).
+  double static_bytes = 0;
 };
 
 struct Timeline {
