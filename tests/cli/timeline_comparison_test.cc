@@ -37,6 +37,7 @@ TEST(TimelineComparison, MemoryPerGroupFromTheSamples) {
   EXPECT_DOUBLE_EQ(group["predicted_other_bytes"].get<double>(), 1000);
   EXPECT_DOUBLE_EQ(group["measured_other_bytes"].get<double>(), 50);
   EXPECT_DOUBLE_EQ(group["measured_peak_bytes"].get<double>(), 700);
+  EXPECT_DOUBLE_EQ(group["model_peak_error"].get<double>(), 600.0 / 650 - 1);
 
   std::ostringstream out;
   print_comparison(report, out);
