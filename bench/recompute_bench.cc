@@ -32,20 +32,6 @@ struct ModeResult {
   std::vector<double> measured_activations, predicted_activations;  // per stage
 };
 
-// The largest memory sample over the first, per track of a timeline file.
-std::vector<double> peak_activations(const fs::path& path) {
-  std::ifstream file(path);
-  const auto timeline = nlohmann::json::parse(file);
-  std::vector<double> peaks;
-  for (const auto& track : timeline["tracks"]) {
-    const auto& samples = track["memory"];
-    double peak = 0;
-    for (const auto& sample : samples) peak = std::max(peak, sample[1].get<double>());
-    peaks.push_back(samples.empty() ? 0 : peak - samples[0][1].get<double>());
-  }
-  return peaks;
-}
-
 ModeResult run(const fs::path& dir, const std::string& mode, int steps) {
   write_two_stage_plan(dir, mode);
   launch_two_stage_plan(dir, steps);

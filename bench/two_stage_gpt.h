@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -37,17 +38,33 @@ inline void write_two_stage_plan(const std::filesystem::path& dir,
       recompute, kMicroBatch, kMicroBatches, kCut, kCut);
 }
 
-// `hyperpipe launch` of dir's plan for `steps`, metrics.jsonl and timeline.json (and their
-// predictions) beside it; throws where the run fails.
-inline void launch_two_stage_plan(const std::filesystem::path& dir, int steps) {
+// `hyperpipe launch` of dir's plan for `steps` (with `options` for train), metrics.jsonl
+// and timeline.json (and their predictions) beside it; throws where the run fails.
+inline void launch_two_stage_plan(const std::filesystem::path& dir, int steps,
+                                  const std::string& options = "") {
   const std::string command = fmt::format(
       "{} launch --plan {}/plan.json --data {}/data/corpus.txt --steps {} --metrics "
-      "{}/metrics.jsonl --timeline {}/timeline.json > {}/log.txt 2>&1",
+      "{}/metrics.jsonl --timeline {}/timeline.json {} > {}/log.txt 2>&1",
       HYPERPIPE_BINARY, dir.string(), HYPERPIPE_EXAMPLES, steps, dir.string(), dir.string(),
-      dir.string());
+      options, dir.string());
   if (std::system(command.c_str()) != 0) {
     throw std::runtime_error("the run failed; see " + (dir / "log.txt").string());
   }
+}
+
+// Per track of a timeline file: the largest memory sample over the first (the activations
+// in flight at their peak).
+inline std::vector<double> peak_activations(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  const auto timeline = nlohmann::json::parse(file);
+  std::vector<double> peaks;
+  for (const auto& track : timeline["tracks"]) {
+    const auto& samples = track["memory"];
+    double peak = 0;
+    for (const auto& sample : samples) peak = std::max(peak, sample[1].get<double>());
+    peaks.push_back(samples.empty() ? 0 : peak - samples[0][1].get<double>());
+  }
+  return peaks;
 }
 
 // The median step of the run's metrics after the warm-up.

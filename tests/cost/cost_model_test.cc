@@ -136,9 +136,15 @@ TEST(CostModel, AllReduceAndTransferClosedForms) {
   // Sixteen ranks over both nodes: the ring crosses the 10 GB/s link.
   const auto group = first_devices_of_type(cluster, "Round", 16, 1);
   EXPECT_DOUBLE_EQ(group.dp_link.bandwidth, 10e9);
-  const double grad_bytes = static_cast<double>(model.layers()[3].params()) * 2;
+  // fp16 weights, fp32 main grads all-reduced in fp32 (the default reduce type)...
+  const double grad_bytes = static_cast<double>(model.layers()[3].params()) * 4;
   EXPECT_NEAR(costs.gradient_allreduce_time(3, 4, group),
               30 * (100e-6 + grad_bytes / 16 / (10e9 * eff)), 1e-12);
+  // ... or in half the bytes where the plan says bf16.
+  CostOptions bf16_reduce;
+  bf16_reduce.gradient_reduce_dtype = model::DType::bf16;
+  EXPECT_NEAR(costs.with_options(bf16_reduce).gradient_allreduce_time(3, 4, group),
+              30 * (100e-6 + grad_bytes / 2 / 16 / (10e9 * eff)), 1e-12);
 }
 
 TEST(CostModel, CutTransferShipsEachSendersShare) {
@@ -173,15 +179,18 @@ TEST(CostModel, CutTransferUnderTensorParallelismMovesWhatTheRuntimeMoves) {
   EXPECT_NEAR(fan_out.seconds, 2 * 100e-6 + 2 * whole / (10e9 * kDefaultLinkEfficiency), 1e-12);
 }
 
-TEST(CostModel, MixedPrecisionAdamNeedsSixteenBytesPerParameter) {
-  // Rajbhandari et al. (ZeRO, 2020): 2 + 2 + 12 bytes per parameter.
+TEST(CostModel, MixedPrecisionAdamNeedsEighteenBytesPerParameter) {
+  // Rajbhandari et al. (ZeRO, 2020) count 2 + 2 + 12 bytes per parameter; with the
+  // gradients accumulated in fp32 main grads (Megatron-LM's default for bf16, the
+  // runtime's for both 16-bit types) it is 2 + 4 + 12.
   const auto model = catalogue_model("gpt3-1.3b");
   const auto cluster = round_cluster();
   const CostModel costs(model, cluster);
   const auto group = first_devices_of_type(cluster, "Round", 1, 1);
   const StageMemory m = costs.stage_memory(1, 9, group, 1, 2048, 3, Recompute::full);
   const double params = costs.range_params(1, 9, 1);
-  EXPECT_DOUBLE_EQ(m.weights + m.gradients + m.optimizer, 16 * params);
+  EXPECT_DOUBLE_EQ(m.weights + m.gradients + m.optimizer, 18 * params);
+  EXPECT_DOUBLE_EQ(m.gradients, 4 * params);
   const double per_micro_batch =
       8.0 * model.layers()[1].activation_bytes({1, 2048, 1, true}, Recompute::full);
   EXPECT_DOUBLE_EQ(m.activations, 3 * per_micro_batch);
@@ -197,9 +206,10 @@ TEST(CostModel, OptimizerStepIsMemoryBound) {
   const auto cluster = round_cluster();
   const CostModel costs(model, cluster);
   const auto group = first_devices_of_type(cluster, "Round", 1, 1);
-  // fp16 AdamW: reads 2 + 4 + 8 and writes 4 + 8 + 2 bytes per parameter.
+  // fp16 AdamW: reads 4 (the fp32 main grad) + 4 + 8 and writes 4 + 8 + 2 bytes per
+  // parameter.
   const double params = costs.range_params(0, 4, 1);
-  EXPECT_NEAR(costs.optimizer_time(0, 4, group), params * 28 / (1000e9 * kDefaultMemoryEfficiency),
+  EXPECT_NEAR(costs.optimizer_time(0, 4, group), params * 30 / (1000e9 * kDefaultMemoryEfficiency),
               1e-12);
 }
 
@@ -274,7 +284,7 @@ TEST(CostModel, MeasuredLinksReplaceTheClustersOwn) {
   // caller names: ring over 4 ranks, 6 steps of a quarter each.
   EXPECT_NEAR(costs.allreduce_time(4e6, 4, between), 6 * (20e-6 + 1e6 / 1e9), 1e-12);
   DeviceGroup pair{"A100-40GB", 2, 1, measured, measured, 0, {0, 1}};
-  const double gradient_bytes = costs.range_params(1, 2, 1) * 2;  // fp16
+  const double gradient_bytes = costs.range_params(1, 2, 1) * 4;  // fp16's fp32 main grads
   EXPECT_NEAR(costs.gradient_allreduce_time(1, 2, pair), 2 * (20e-6 + gradient_bytes / 2 / 1e9),
               1e-12);
   // Another cluster's measurement leaves this one as its file says.

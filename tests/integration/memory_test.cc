@@ -49,10 +49,12 @@ MeasuredRun run_with(const std::string& recompute, const std::string& model = kM
   const std::string plan = R"("recompute": ")" + recompute + R"(",
       "micro_batch_size": 4, "micro_batches": 4, "schedule": "1f1b",
       "stages": [{"layers": [0, 3], "devices": [0]}, {"layers": [3, 6], "devices": [1]}])";
-  const std::string dir = prepare("memory-" + recompute, kMeasuredGpt, plan, true);
+  const std::string dir =
+      prepare("memory-" + recompute + std::to_string(std::hash<std::string>{}(model + options)),
+              model, plan, true);
   const int code = run_command(kBinary + " launch --plan " + dir + "/plan.json --data " + kCorpus +
-                               " --steps 3 --timeline " + dir + "/measured.json --timeout 30 > " +
-                               dir + "/log.txt 2>&1");
+                               " --steps 3 --timeline " + dir + "/measured.json --timeout 30" +
+                               options + " > " + dir + "/log.txt 2>&1");
   EXPECT_EQ(code, 0) << slurp(dir + "/log.txt");
   return {memory_of(dir + "/measured.json"), memory_of(dir + "/measured.predicted.json")};
 }
@@ -89,16 +91,36 @@ TEST(Memory, RecomputationKeepsWhatTheCostModelPredicts) {
   }
 }
 
-// A bf16 model trained in fp32 when asked (mixed precision is not built yet) is predicted
-// as it runs: activations of 4-byte elements, not bf16's 2.
+std::string in_bf16(std::string model) {
+  return model.replace(model.find("dtype: fp32"), 11, "dtype: bf16");
+}
+
+// A bf16 model trained in fp32 when asked is predicted as it runs: activations of 4-byte
+// elements, not bf16's 2.
 TEST(Memory, AModelAskedToRunInFp32IsPredictedInFp32) {
-  std::string bf16 = kMeasuredGpt;
-  bf16.replace(bf16.find("dtype: fp32"), 11, "dtype: bf16");
-  const MeasuredRun run = run_with("none", bf16, " --dtype fp32");
+  const MeasuredRun run = run_with("none", in_bf16(kMeasuredGpt), " --dtype fp32");
+  const MeasuredRun fp32 = run_with("none");
   ASSERT_EQ(run.measured.size(), 2u);
   for (size_t g = 0; g < 2; ++g) {
+    EXPECT_DOUBLE_EQ(run.predicted[g].static_bytes, fp32.predicted[g].static_bytes) << g;
     EXPECT_NEAR(run.measured[g].activations, run.predicted[g].activations,
                 kBuffersBeyondTheModel * run.predicted[g].activations)
+        << g;
+  }
+}
+
+// Mixed precision holds 18 bytes per parameter: the bf16 weight (2), its fp32 main grad
+// (4), master (4) and AdamW moments (8), as the cost model counts them; activations in
+// bf16, about half of fp32's.
+TEST(Memory, MixedPrecisionHoldsWhatTheCostModelCounts) {
+  const MeasuredRun bf16 = run_with("none", in_bf16(kMeasuredGpt));
+  const MeasuredRun fp32 = run_with("none");
+  ASSERT_EQ(bf16.measured.size(), 2u);
+  for (size_t g = 0; g < 2; ++g) {
+    EXPECT_DOUBLE_EQ(bf16.measured[g].static_bytes, bf16.predicted[g].static_bytes) << g;
+    EXPECT_DOUBLE_EQ(bf16.measured[g].static_bytes, fp32.measured[g].static_bytes * 18 / 16) << g;
+    EXPECT_NEAR(bf16.measured[g].activations, bf16.predicted[g].activations,
+                kBuffersBeyondTheModel * bf16.predicted[g].activations)
         << g;
   }
 }

@@ -11,8 +11,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "hyperpipe/runtime/checkpoint.h"
 #include "test_files.h"
@@ -37,6 +40,33 @@ inline const char* kThreeStages =
     R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "zb-h1",
        "stages": [{"layers": [0, 2], "devices": [0]}, {"layers": [2, 5], "devices": [1]},
                   {"layers": [5, 6], "devices": [2]}])";
+
+// The weights of the newest checkpoint in dir/checkpoints, by name.
+inline std::map<std::string, torch::Tensor> checkpoint_weights(const std::string& dir) {
+  const auto checkpoint = latest_checkpoint(dir + "/checkpoints");
+  std::map<std::string, torch::Tensor> weights;
+  if (!checkpoint) return weights;
+  for (const auto& file : checkpoint->manifest["files"]) {
+    torch::serialize::InputArchive archive;
+    archive.load_from(checkpoint->path + "/" + file["name"].get<std::string>());
+    for (const auto& key : archive.keys()) {
+      if (key.find('/') != std::string::npos) continue;
+      torch::Tensor value;
+      archive.read(key, value);
+      weights[key] = value;
+    }
+  }
+  return weights;
+}
+
+// The losses of dir/metrics.jsonl, step by step.
+inline std::vector<double> metric_losses(const std::string& dir) {
+  std::vector<double> losses;
+  std::ifstream in(dir + "/metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"]);
+  return losses;
+}
 
 inline int run_command(const std::string& command) {
   const int status = std::system(command.c_str());

@@ -30,6 +30,7 @@
 #include "hyperpipe/runtime/text_corpus.h"
 #include "hyperpipe/sim/plan_simulation.h"
 #include "hyperpipe/trace/timeline_json.h"
+#include "one_process_reference.h"
 #include "run_helpers.h"
 #include "test_files.h"
 
@@ -65,31 +66,6 @@ std::string common_options(const std::string& dir, int steps) {
       " --data {} --steps {} --seed {} --lr {} --checkpoint-dir {}/checkpoints --metrics "
       "{}/metrics.jsonl --timeline {}/measured.json --timeout 30 --dtype fp64",
       kCorpus, steps, kSeed, kLearningRate, dir, dir, dir);
-}
-
-std::map<std::string, torch::Tensor> checkpoint_weights(const std::string& dir) {
-  const auto checkpoint = latest_checkpoint(dir + "/checkpoints");
-  std::map<std::string, torch::Tensor> weights;
-  if (!checkpoint) return weights;
-  for (const auto& file : checkpoint->manifest["files"]) {
-    torch::serialize::InputArchive archive;
-    archive.load_from(checkpoint->path + "/" + file["name"].get<std::string>());
-    for (const auto& key : archive.keys()) {
-      if (key.find('/') != std::string::npos) continue;
-      torch::Tensor value;
-      archive.read(key, value);
-      weights[key] = value;
-    }
-  }
-  return weights;
-}
-
-std::vector<double> metric_losses(const std::string& dir) {
-  std::vector<double> losses;
-  std::ifstream in(dir + "/metrics.jsonl");
-  std::string line;
-  while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"]);
-  return losses;
 }
 
 // The plan's processes through `hyperpipe launch`, with `extra` options.
@@ -132,56 +108,12 @@ void expect_ops_as_simulated(const TrainedRun& run) {
   }
 }
 
-// One process, the whole model, the same global batch in micro-batches of `micro_batch`
-// with the gradient accumulated: the reference the pipelined runs must match.
+// The reference the pipelined runs must match (one_process_reference.h).
 TrainedRun reference(const std::string& model_yaml, int64_t global_batch, int64_t micro_batch,
                      int steps = kSteps) {
-  const model::Model model(model::read_model_yaml(YamlField::load_string(model_yaml, "m")));
-  torch::set_default_dtype(caffe2::TypeMeta::Make<double>());
-  const int64_t seq = model.config().seq_len;
-  const TextCorpus data = TextCorpus::load(kCorpus, seq, kSeed);
-  StageModule whole(model, 0, model.num_layers(), kSeed);
-  OptimizerOptions options;
-  options.learning_rate = kLearningRate;
-  auto adamw = make_optimizer(whole.parameters(), options);
-  const auto tokens = whole.embedding_tokens();
-  const auto tied = whole.tied_head_tokens();
-  TrainedRun run;
-  for (int step = 0; step < steps; ++step) {
-    for (auto& p : whole.parameters()) p.mutable_grad() = torch::Tensor();
-    double loss = 0;
-    for (int64_t first = 0; first < global_batch; first += micro_batch) {
-      std::vector<int64_t> inputs;
-      std::vector<int64_t> targets;
-      for (int64_t s = first; s < first + micro_batch; ++s) {
-        const auto sample = data.sample(sample_index(step, global_batch, s));
-        inputs.insert(inputs.end(), sample.begin(), sample.end() - 1);
-        targets.insert(targets.end(), sample.begin() + 1, sample.end());
-      }
-      const auto x = torch::tensor(inputs, torch::kLong).view({micro_batch, seq});
-      const auto y = torch::tensor(targets, torch::kLong).view({micro_batch, seq});
-      const DropoutScope dropout_scope(DropoutPlace{kSeed, step, first});
-      const auto l =
-          cross_entropy_sum(whole.forward(x), y) / static_cast<double>(global_batch * seq);
-      l.backward();
-      loss += l.item<double>();
-    }
-    if (tied.defined()) {
-      const auto sum = tokens.grad() + tied.grad();
-      tokens.mutable_grad().copy_(sum);
-      tied.mutable_grad().copy_(sum);
-    }
-    double squares = 0;
-    for (const auto& p : whole.parameters()) {
-      if (!(tied.defined() && p.is_same(tied))) squares += p.grad().pow(2).sum().item<double>();
-    }
-    const double factor = clip_factor(std::sqrt(squares), options.clip_norm);
-    for (auto& p : whole.parameters()) p.mutable_grad().mul_(factor);
-    adamw->step();
-    run.losses.push_back(loss);
-  }
-  for (const auto& item : whole.named_parameters()) run.weights[item.key()] = item.value().detach();
-  return run;
+  const auto trained =
+      one_process_reference(model_yaml, global_batch, micro_batch, steps, {kSeed, kLearningRate});
+  return {trained.losses, trained.weights, ""};
 }
 
 void expect_same(const TrainedRun& pipelined, const TrainedRun& single) {
@@ -690,21 +622,6 @@ TEST(Training, LauncherExitsNonZeroWhenAWorkerDies) {
   EXPECT_NE(code, 0) << log;
   EXPECT_NE(log.find("/nonexistent/corpus.txt"), std::string::npos) << log;
   EXPECT_NE(log.find("failed (exit code 2)"), std::string::npos) << log;
-}
-
-// A model in bf16 is refused before any process joins (mixed precision is not built yet),
-// naming the way to train it in fp32 anyway; it was once trained in fp32 without a word.
-TEST(Training, AModelInBf16IsRefusedUnlessAskedForFp32) {
-  std::string bf16 = kTinyGpt;
-  bf16.replace(bf16.find("dtype: fp32"), 11, "dtype: bf16");
-  const std::string dir = prepare("bf16-refused", bf16, kTwoStages);
-  const int code = run_command(kBinary + " launch --plan " + dir + "/plan.json --data " + kCorpus +
-                               " --steps 1 > " + dir + "/log.txt 2>&1");
-  const std::string log = slurp(dir + "/log.txt");
-  EXPECT_EQ(code, 2) << log;
-  EXPECT_NE(log.find("says bf16"), std::string::npos) << log;
-  EXPECT_NE(log.find("--dtype fp32"), std::string::npos) << log;
-  EXPECT_EQ(log.find("step 1/"), std::string::npos) << log;  // nothing trained
 }
 
 struct BadTrainCase {

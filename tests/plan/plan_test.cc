@@ -41,6 +41,14 @@ TEST(Plan, JsonRoundTrip) {
   const std::string path = write_temp_file("round-trip.json", to_json(plan).dump(2));
   const Plan again = load_plan(path);
   EXPECT_EQ(to_json(again), to_json(plan));
+  EXPECT_FALSE(to_json(plan).contains("gradient_reduce_dtype"));  // fp32, the default
+}
+
+TEST(Plan, GradientReduceDtypeRoundTrips) {
+  Plan plan = load_plan(kExamples + "/plans/gpt3-2.7b-4stage.json");
+  plan.gradient_reduce_dtype = model::DType::bf16;
+  const std::string path = write_temp_file("bf16-reduce.json", to_json(plan).dump(2));
+  EXPECT_EQ(load_plan(path).gradient_reduce_dtype, model::DType::bf16);
 }
 
 TEST(Plan, ReplicasOfOtherCompositionTakeTheirOwnShare) {
@@ -132,6 +140,9 @@ INSTANTIATE_TEST_SUITE_P(
                      "expected a device id from 0 to 16777216"},
         BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0], "gpus": 1}]})",
                      "unknown field 'gpus'"},
+        BadInputCase{PLAN_HEAD R"("gradient_reduce_dtype": "fp8",
+                     "stages": [{"layers": [0, 14], "devices": [0]}]})",
+                     "field 'gradient_reduce_dtype': expected one of fp32, fp16, bf16"},
         BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0]}],
                      "replicas": [{"micro_batch_size": 1, "micro_batches": 2, "seq_len": 8,
                                    "stages": [{"layers": [0, 14], "devices": [1]}]}]})",

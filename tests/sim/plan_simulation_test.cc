@@ -91,7 +91,7 @@ class SeveralPipelines : public ::testing::Test {
   const model::Model model = model::load_model("gpt3-1.3b");
   const cluster::Cluster cluster = cluster::load_cluster("a100x8");
   const cost::CostModel costs{model, cluster};
-  const double gradient_bytes_per_param = 2;  // fp16
+  const double gradient_bytes_per_param = 4;  // fp16 weights, fp32 main grads
 
   // Ring all-reduce of layers [first, end) over the two pipelines, between two A100s of
   // one node.

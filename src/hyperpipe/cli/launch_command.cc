@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <sstream>
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
@@ -12,6 +13,7 @@
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/launch/process_launcher.h"
+#include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/plan/plan.h"
 
 namespace hyperpipe::cli {
@@ -33,6 +35,37 @@ int processes_of(const plan::Plan& plan) {
     }
   }
   return count;
+}
+
+// The value of option `name` among the workers' arguments, if they have it.
+std::optional<std::string> option_value(const std::vector<std::string>& arguments,
+                                        const std::string& name) {
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i] == name && i + 1 < arguments.size()) return arguments[i + 1];
+    if (arguments[i].rfind(name + "=", 0) == 0) return arguments[i].substr(name.size() + 1);
+  }
+  return std::nullopt;
+}
+
+// A run in 16 bits needs kernels this machine's libtorch may lack (fp16 on CPU, in
+// 1.13): one worker checks every input and the kernels first (`train --check`), so the
+// refusal comes once, with exit 2, before any process of the run starts.
+void check_before_launch(const LaunchArgs& args, const std::vector<std::string>& extras,
+                         std::ostream& err) {
+  const auto dtype = option_value(extras, "--dtype");
+  const auto checked = plan::load_checked_plan(args.plan, option_value(extras, "--cluster"));
+  const std::string run_dtype =
+      dtype ? *dtype : std::string(model::to_string(checked.model.config().dtype));
+  if (run_dtype != "bf16" && run_dtype != "fp16") return;
+  launch::LaunchSpec check;
+  check.command = {require_worker("launch"), "train", "--check", "--plan", args.plan};
+  for (const auto& extra : extras) check.command.push_back(extra);
+  std::ostringstream quiet;  // its "ready" line: the run's own output follows
+  const auto result = launch::launch_processes(check, quiet, err);
+  if (result.exit_code != 0) {
+    throw CommandFailed("the run's inputs were refused (above); no process of it started",
+                        result.exit_code);
+  }
 }
 
 }  // namespace
@@ -58,6 +91,7 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "--data examples/data/corpus.txt --steps 20");
   command->callback([args, command, &out, &err] {
     const plan::Plan plan = plan::load_plan(args->plan);
+    check_before_launch(*args, command->remaining(), err);
     launch::LaunchSpec spec;
     spec.command = {require_worker("launch"), "train", "--plan", args->plan};
     for (const auto& extra : command->remaining()) spec.command.push_back(extra);

@@ -47,9 +47,21 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
       ->check(CLI::IsMember({"cpu", "cuda"}));
   command
       ->add_option("--dtype", options->dtype,
-                   "fp32, or fp64 to compare runs exactly (default: the model's dtype, which "
-                   "must be fp32 until mixed precision is built)")
-      ->check(CLI::IsMember({"fp32", "fp64"}));
+                   "bf16 or fp16 (mixed precision: fp32 master weights, gradients and AdamW "
+                   "state), fp32, or fp64 to compare runs exactly (default: the model's dtype)")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp64"}));
+  command->add_option("--loss-scale", options->loss_scale,
+                      "Dynamic loss scaling from this initial scale (default: 65536 in fp16, "
+                      "none otherwise)");
+  command
+      ->add_option("--loss-scale-interval", options->loss_scale_interval,
+                   "Steps without inf/nan gradients before the loss scale doubles")
+      ->default_val(runtime::LossScaling{}.growth_interval)
+      ->check(CLI::PositiveNumber);
+  auto check_only = std::make_shared<bool>(false);
+  command->add_flag("--check", *check_only,
+                    "Check the plan, model, cluster, data and dtype (that this machine's "
+                    "libtorch computes it) and exit; `hyperpipe launch` does so first");
   command->add_option("--threads", options->threads, "Intra-op threads per process")
       ->default_val(1)
       ->check(CLI::PositiveNumber);
@@ -85,7 +97,7 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
       "--data examples/data/corpus.txt --steps 20\n"
       "  torchrun --nproc-per-node 3 --no-python hyperpipe train --plan plan.json --data "
       "corpus.txt");
-  command->callback([options, report, profiles_path, timeout_seconds, seed, &out] {
+  command->callback([options, report, profiles_path, timeout_seconds, seed, check_only, &out] {
     options->seed = static_cast<uint64_t>(*seed);
     options->data_seed = static_cast<uint64_t>(*seed);
     options->timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout_seconds * 1000.0));
@@ -96,8 +108,13 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
     // The report's inputs are checked before the run, as the runtime checks its own.
     const auto [plan, model, cluster] =
         plan::load_checked_plan(options->plan_path, options->cluster);
-    // Refused here already, before any process joins, where the model's dtype cannot run.
-    runtime::run_dtype(options->dtype, model.config().dtype, model.config().name);
+    if (*check_only) {
+      runtime::check_run(*options);
+      out << fmt::format("{}: ready to train in {}\n", options->plan_path,
+                         runtime::run_dtype(options->dtype, model.config().dtype));
+      return;
+    }
+    const std::string dtype = runtime::run_dtype(options->dtype, model.config().dtype);
     std::optional<cost::ProfileDb> profiles;
     if (*profiles_path) profiles = cost::ProfileDb::load_for(**profiles_path, model.config().name);
     report->steps = options->steps;
@@ -116,10 +133,9 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
       }
       if (!record.reporter) return;
       progress.write_metrics();
-      // Predicted as it ran: a model asked to run in fp32 (or fp64, costed as fp32) is
-      // costed in fp32, whatever its own dtype.
+      // Predicted as it ran: costed in the dtype it trained in, whatever the model's own.
       auto config = model.config();
-      config.dtype = model::DType::fp32;
+      config.dtype = runtime::costed_dtype(dtype);
       const model::Model as_run(config);
       report_prediction(record, plan, as_run, cluster, profiles ? &*profiles : nullptr, *report,
                         out);

@@ -59,16 +59,22 @@ void TrainProgress::step_done(const runtime::StepRecord& step) {
   const double mean_seconds = total_seconds_ / static_cast<double>(done);
   const double tokens = static_cast<double>(options_.tokens_per_step);
   out_ << fmt::format(
-              "step {:>{}}/{}  loss {:.4f}  {:.0f} tokens/s  {:.3f} s/step  ETA {}\n",
+              "step {:>{}}/{}  loss {:.4f}  {:.0f} tokens/s  {:.3f} s/step  ETA {}{}\n",
               step.step + 1, std::to_string(options_.steps).size(), options_.steps, step.loss,
               tokens / step.seconds, step.seconds,
-              format_eta(mean_seconds * static_cast<double>(options_.steps - step.step - 1)))
+              format_eta(mean_seconds * static_cast<double>(options_.steps - step.step - 1)),
+              step.skipped ? fmt::format("  skipped (loss scale {:g})", step.loss_scale) : "")
        << std::flush;
-  metrics_.push_back({{"step", step.step},
-                      {"loss", step.loss},
-                      {"grad_norm", step.grad_norm},
-                      {"seconds", step.seconds},
-                      {"tokens_per_s", tokens / step.seconds}});
+  nlohmann::json metrics{{"step", step.step},
+                         {"loss", step.loss},
+                         {"grad_norm", step.grad_norm},
+                         {"seconds", step.seconds},
+                         {"tokens_per_s", tokens / step.seconds}};
+  if (step.loss_scale > 0) {
+    metrics["loss_scale"] = step.loss_scale;
+    metrics["skipped"] = step.skipped;
+  }
+  metrics_.push_back(std::move(metrics));
 }
 
 void TrainProgress::checkpoint_saved(int64_t /*steps_done*/) {

@@ -14,12 +14,17 @@ constexpr double kMasterWeightBytes = 4;
 // Adam's momentum and variance, fp32 each (Rajbhandari et al., ZeRO, 2020: 12 bytes per
 // parameter of optimizer state with the master copy).
 constexpr double kAdamMomentBytes = 8;
-// One AdamW step per parameter reads the gradient, the master weight (the weight itself
-// in fp32), momentum and variance, and writes all but the gradient, plus the 16-bit copy.
+// fp32 main grads: mixed precision accumulates each 16-bit weight's gradient in fp32
+// (Megatron-LM's main_grad, its default for bf16 and HyperPipe's for both 16-bit types).
+constexpr double kMainGradBytes = 4;
+// One AdamW step per parameter reads the gradient (a main grad under mixed precision), the
+// master weight (the weight itself in fp32), momentum and variance, and writes all but the
+// gradient, plus the 16-bit copy.
 double adam_bytes_per_param(double element_bytes) {
   const bool has_master = element_bytes < kMasterWeightBytes;
   const double master_or_weight = has_master ? kMasterWeightBytes : element_bytes;
-  const double read = element_bytes + master_or_weight + kAdamMomentBytes;
+  const double gradient = has_master ? kMainGradBytes : element_bytes;
+  const double read = gradient + master_or_weight + kAdamMomentBytes;
   const double written = master_or_weight + kAdamMomentBytes + (has_master ? element_bytes : 0.0);
   return read + written;
 }
@@ -64,6 +69,24 @@ CostModel::CostModel(const model::Model& model, const cluster::Cluster& cluster,
   if (const MeasuredLinks* measured = profiles ? profiles->links_for(cluster.name()) : nullptr) {
     measured_all_reduce_ = measured->all_reduce;
   }
+}
+
+CostModel CostModel::with_options(CostOptions options) const {
+  CostModel copy = *this;
+  copy.options_ = options;
+  return copy;
+}
+
+double CostModel::gradient_bytes_per_element() const {
+  const double element_bytes = model::bytes_per_element(model_.config().dtype);
+  return element_bytes < kMasterWeightBytes ? kMainGradBytes : element_bytes;
+}
+
+double CostModel::reduce_bytes_per_element() const {
+  const double element_bytes = model::bytes_per_element(model_.config().dtype);
+  return element_bytes < kMasterWeightBytes
+             ? model::bytes_per_element(options_.gradient_reduce_dtype)
+             : element_bytes;
 }
 
 model::Workload CostModel::workload(int64_t micro_batch, int64_t seq_len, int tp) const {
@@ -186,7 +209,7 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
   const bool has_master = element_bytes < kMasterWeightBytes;
   StageMemory memory;
   memory.weights = params * element_bytes;
-  memory.gradients = params * element_bytes;
+  memory.gradients = params * gradient_bytes_per_element();
   memory.optimizer = params * ((has_master ? kMasterWeightBytes : 0.0) + kAdamMomentBytes);
   memory.reserved = options_.reserved_memory_bytes;
   const cluster::GpuType& type = cluster_.gpu_type(group.gpu_type);
@@ -243,8 +266,7 @@ double CostModel::allreduce_time(double bytes, int ranks, const cluster::Link& l
 }
 
 double CostModel::gradient_allreduce_time(int first, int last, const DeviceGroup& group) const {
-  const double element_bytes = model::bytes_per_element(model_.config().dtype);
-  return allreduce_time(range_params(first, last, group.tp) * element_bytes, group.dp,
+  return allreduce_time(range_params(first, last, group.tp) * reduce_bytes_per_element(), group.dp,
                         group.dp_link);
 }
 

@@ -63,6 +63,15 @@ class CostModel {
   const model::Model& model() const { return model_; }
   const cluster::Cluster& cluster() const { return cluster_; }
   const CostOptions& options() const { return options_; }
+  // The same model, cluster and profiles under other options.
+  CostModel with_options(CostOptions options) const;
+
+  // Bytes per element of a weight's gradient as training keeps it: a 16-bit model's are
+  // fp32 main grads (mixed precision accumulates in fp32), else the model's own type.
+  double gradient_bytes_per_element() const;
+  // Bytes per element the data-parallel all-reduce moves: the options' reduce type for
+  // a 16-bit model's main grads, else the gradient's own.
+  double reduce_bytes_per_element() const;
 
   // One layer on one device of `type`; `work.micro_batch` is that device's share.
   ComputeTime layer_time(int layer, const cluster::GpuType& type, const model::Workload& work,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "hyperpipe/common/quantity.h"
+#include "hyperpipe/model/dtype.h"
 
 namespace hyperpipe::cost {
 
@@ -34,6 +35,9 @@ struct CostOptions {
   // and residuals' activations split over the shards too. Off by default, as HyperPipe's
   // runtime keeps them whole on every shard, so that a plan's memory is what its run needs.
   bool sequence_parallel = false;
+  // The type a 16-bit model's data-parallel gradient all-reduce moves its fp32 main grads
+  // in (the plan's gradient_reduce_dtype): fp32 as Megatron-LM by default.
+  model::DType gradient_reduce_dtype = model::DType::fp32;
 };
 
 }  // namespace hyperpipe::cost

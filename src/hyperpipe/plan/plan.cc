@@ -140,8 +140,15 @@ void read_pipeline(const YamlField& root, Pipeline& plan) {
 
 Plan read_plan(const YamlField& root) {
   if (!root.is_map()) root.fail("a plan: an object with \"format\", \"model\", \"stages\"…");
-  std::vector<std::string> fields{"format",  "name",     "model",     "cluster",
-                                  "seq_len", "replicas", "predicted", "overlap_allreduce"};
+  std::vector<std::string> fields{"format",
+                                  "name",
+                                  "model",
+                                  "cluster",
+                                  "seq_len",
+                                  "replicas",
+                                  "predicted",
+                                  "overlap_allreduce",
+                                  "gradient_reduce_dtype"};
   fields.insert(fields.end(), kPipelineFields.begin(), kPipelineFields.end());
   root.allow_only(fields);
   const YamlField format = root.required("format");
@@ -152,6 +159,11 @@ Plan read_plan(const YamlField& root) {
   if (auto seq = root.optional("seq_len")) plan.seq_len = seq->as_positive_int();
   if (auto overlap = root.optional("overlap_allreduce"))
     plan.overlap_allreduce = overlap->as_bool();
+  if (auto reduce = root.optional("gradient_reduce_dtype")) {
+    const auto dtype = model::parse_dtype(reduce->as_string());
+    if (!dtype) reduce->fail(fmt::format("one of {}", fmt::join(model::dtype_names(), ", ")));
+    plan.gradient_reduce_dtype = *dtype;
+  }
   read_pipeline(root, plan);
   if (auto replicas = root.optional("replicas")) {
     for (const auto& entry : replicas->items()) {

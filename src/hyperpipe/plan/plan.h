@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hyperpipe/common/yaml_reader.h"
+#include "hyperpipe/model/dtype.h"
 #include "hyperpipe/model/layer.h"
 #include "hyperpipe/schedule/schedule.h"
 
@@ -52,6 +53,9 @@ struct Plan : Pipeline {
   // Each chunk's gradient all-reduce starts as soon as its last weight gradient is done,
   // beside the backward work left (schedule/epilogue.h), instead of after the last op.
   bool overlap_allreduce = false;
+  // The type the data-parallel all-reduce moves a mixed-precision run's fp32 main grads
+  // in: fp32 (Megatron-LM's default), or bf16/fp16 for half the bytes.
+  model::DType gradient_reduce_dtype = model::DType::fp32;
   std::vector<Pipeline> replicas;
 
   int pipeline_count() const { return 1 + static_cast<int>(replicas.size()); }

@@ -37,7 +37,10 @@ std::string state_key(const torch::Tensor& parameter) {
 // Writes one chunk: parameters under their names, AdamW state under name/exp_avg,
 // name/exp_avg_sq and name/step. Whole tensors, whatever the tensor parallelism: every
 // shard of the chunk calls this (the slices are joined across them), the first writes.
-void write_chunk(const std::string& path, StageModule& module, const torch::optim::AdamW& adamw) {
+// The weights are what AdamW updates (fp32 masters under mixed precision), so a run
+// resumes in any dtype without losing what the 16-bit copies round away.
+void write_chunk(const std::string& path, StageModule& module, const Executor& executor,
+                 const torch::optim::AdamW& adamw) {
   torch::serialize::OutputArchive archive;
   const auto& states = adamw.state();
   const auto whole = [&](const std::string& name, const torch::Tensor& mine) {
@@ -45,7 +48,7 @@ void write_chunk(const std::string& path, StageModule& module, const torch::opti
     return (split ? whole_of(mine.detach(), *split, module.shard()) : mine.detach()).cpu();
   };
   for (const auto& item : module.named_parameters()) {
-    const auto& p = item.value();
+    const auto& p = executor.trained(item.value());
     archive.write(item.key(), whole(item.key(), p));
     const auto found = states.find(state_key(p));
     if (found == states.end()) continue;  // no step taken yet
@@ -76,7 +79,7 @@ void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor&
       const std::string name =
           fmt::format("layers-{:05d}-{:05d}.pt", chunk->first_layer(), chunk->end_layer());
       const std::string path = (fs::path(where) / name).string();
-      write_chunk(path, *chunk, adamw);
+      write_chunk(path, *chunk, executor, adamw);
       if (role.tp_index != 0) continue;  // the first shard wrote the whole chunk
       files.push_back({{"name", name},
                        {"layers", {chunk->first_layer(), chunk->end_layer()}},
@@ -95,12 +98,16 @@ void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor&
         all.push_back(file);
       }
     }
-    const nlohmann::json manifest{{"format", kCheckpointFormat},
-                                  {"model", model_name},
-                                  {"steps_done", steps_done},
-                                  {"run", run},
-                                  {"plan", plan},
-                                  {"files", all}};
+    nlohmann::json manifest{{"format", kCheckpointFormat},
+                            {"model", model_name},
+                            {"steps_done", steps_done},
+                            {"run", run},
+                            {"plan", plan},
+                            {"files", all}};
+    // Every rank's scaler is the same: where it was, so a resumed run scales as this one.
+    if (const auto* scaler = executor.loss_scaler()) {
+      manifest["loss_scale"] = {{"scale", scaler->scale()}, {"clean_steps", scaler->clean_steps()}};
+    }
     write_file_atomically((fs::path(where) / kCheckpointManifest).string(), manifest.dump(2));
   }
   communicator.barrier();
@@ -208,6 +215,15 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
                                  checkpoint.manifest.at("model").get<std::string>()));
   }
   auto& adamw = executor.optimizer();
+  if (auto* scaler = executor.loss_scaler(); scaler && checkpoint.manifest.contains("loss_scale")) {
+    try {
+      const auto& saved = checkpoint.manifest.at("loss_scale");
+      scaler->restore(saved.at("scale").get<double>(), saved.at("clean_steps").get<int64_t>());
+    } catch (const nlohmann::json::exception& error) {
+      throw InputError(manifest_path, "loss_scale",
+                       std::string("{\"scale\": x, \"clean_steps\": n}: ") + error.what());
+    }
+  }
   for (const auto& chunk : executor.chunks()) {
     auto wanted = chunk->named_parameters();
     std::set<std::string> loaded;
@@ -229,10 +245,11 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
         if (key.find('/') != std::string::npos) continue;  // optimizer state, read below
         const int layer = parameter_layer(key);
         if (layer < chunk->first_layer() || layer >= chunk->end_layer()) continue;
-        auto* parameter = wanted.find(key);
-        if (!parameter) {
+        auto* found = wanted.find(key);
+        if (!found) {
           throw InputError(path, key, "a parameter of the model being trained");
         }
+        torch::Tensor parameter = executor.trained(*found);
         torch::Tensor value;
         archive.read(key, value);
         // Checkpoints hold whole tensors: a shard takes its slice.
@@ -245,23 +262,23 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
                      : whole;
         };
         value = shard(value);
-        if (value.sizes() != parameter->sizes()) {
+        if (value.sizes() != parameter.sizes()) {
           throw InputError(
               path, key,
-              fmt::format("shape {} as the model has, got {}", fmt::join(parameter->sizes(), "×"),
+              fmt::format("shape {} as the model has, got {}", fmt::join(parameter.sizes(), "×"),
                           fmt::join(value.sizes(), "×")));
         }
         torch::NoGradGuard no_grad;
-        parameter->copy_(value);
+        parameter.copy_(value);
         torch::Tensor exp_avg, exp_avg_sq, step;
         if (archive.try_read(key + "/exp_avg", exp_avg) &&
             archive.try_read(key + "/exp_avg_sq", exp_avg_sq) &&
             archive.try_read(key + "/step", step)) {
           auto state = std::make_unique<torch::optim::AdamWParamState>();
           state->step(step.item<int64_t>());
-          state->exp_avg(shard(exp_avg).to(parameter->device()));
-          state->exp_avg_sq(shard(exp_avg_sq).to(parameter->device()));
-          adamw.state()[state_key(*parameter)] = std::move(state);
+          state->exp_avg(shard(exp_avg).to(parameter.device()));
+          state->exp_avg_sq(shard(exp_avg_sq).to(parameter.device()));
+          adamw.state()[state_key(parameter)] = std::move(state);
         }
         loaded.insert(key);
       }
@@ -274,6 +291,7 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
       }
     }
   }
+  executor.trained_weights_changed();
 }
 
 }  // namespace hyperpipe::runtime

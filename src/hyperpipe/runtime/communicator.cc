@@ -41,6 +41,17 @@ constexpr std::chrono::seconds kSlowestStart{10};
 // silent ranks: a few hundred characters).
 constexpr size_t kMaxReportChars = 500;
 
+// Gloo sums bf16 in libtorch 2.x; 1.13's fails them ("Invalid scalar type").
+constexpr bool kGlooSumsBf16 = TORCH_VERSION_MAJOR >= 2;
+
+}  // namespace
+
+bool sums_bf16_on(const torch::Device& device) {
+  return !device.is_cpu() || kGlooSumsBf16;
+}
+
+namespace {
+
 // libtorch 1.13's process groups are c10d::ProcessGroup; from 2.0 the Gloo and NCCL ones
 // are c10d::Backend (under a ProcessGroup facade). Both have the same send, recv,
 // allreduce and barrier; hold them by whichever base this libtorch has.
@@ -139,6 +150,11 @@ class C10dCommunicator final : public Communicator {
 
   ~C10dCommunicator() override { stop_watchdog(); }
 
+  // Whether this backend sums `tensor` as it is (anything but bf16 on an old Gloo).
+  bool sums_bf16(const torch::Tensor& tensor) const {
+    return tensor.scalar_type() != torch::kBFloat16 || sums_bf16_on(device_);
+  }
+
   // Every key of the run under the job's token (rendezvous.h, kJobTokenVariable).
   c10::intrusive_ptr<c10d::Store> job_store(c10::intrusive_ptr<c10d::Store> store) const {
     return c10::make_intrusive<c10d::PrefixStore>("job/" + token_, std::move(store));
@@ -167,12 +183,18 @@ class C10dCommunicator final : public Communicator {
     if (ranks.size() <= 1) return;
     const auto description =
         fmt::format("rank {}: summing over ranks {} (did one of them die?)", rank_, join(ranks));
+    // A bf16 sum this Gloo cannot do runs in fp32 (a sum no less exact), rounded back.
+    std::vector<torch::Tensor> summed;
+    for (const auto& t : tensors) summed.push_back(sums_bf16(t) ? t : t.to(torch::kFloat));
     auto pending = start(description, {}, [&] {
       c10d::AllreduceOptions options;
       options.reduceOp = c10d::ReduceOp::SUM;
-      return group(ranks)->allreduce(tensors, options);
+      return group(ranks)->allreduce(summed, options);
     });
     pending->wait();
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (!summed[i].is_same(tensors[i])) tensors[i].copy_(summed[i]);
+    }
   }
 
   std::unique_ptr<Pending> start_all_reduce_sum(torch::Tensor buffer,
@@ -180,6 +202,9 @@ class C10dCommunicator final : public Communicator {
     if (ranks.size() <= 1) {
       return std::make_unique<C10dPending>(c10::intrusive_ptr<c10d::Work>(), buffer, wait_limit(),
                                            std::string());
+    }
+    if (!sums_bf16(buffer)) {
+      throw std::logic_error("a bf16 buffer for a Gloo that sums none (sums_bf16_on)");
     }
     const auto description =
         fmt::format("rank {}: summing over ranks {} (did one of them die?)", rank_, join(ranks));
@@ -199,8 +224,13 @@ class C10dCommunicator final : public Communicator {
     }
     const auto description =
         fmt::format("rank {}: gathering from ranks {} (did one of them die?)", rank_, join(ranks));
-    std::vector<std::vector<torch::Tensor>> outputs{parts};
-    std::vector<torch::Tensor> inputs{mine};
+    // bf16 travels as its bits where Gloo knows no bf16: a gather moves, never adds.
+    const auto bits = [&](const torch::Tensor& t) {
+      return sums_bf16(t) ? t : t.view(torch::kHalf);  // same width, bits untouched
+    };
+    std::vector<std::vector<torch::Tensor>> outputs{{}};
+    for (const auto& part : parts) outputs[0].push_back(bits(part));
+    std::vector<torch::Tensor> inputs{bits(mine)};
     start(description, {}, [&] { return group(ranks)->allgather(outputs, inputs); })->wait();
   }
 

@@ -25,6 +25,11 @@ class Pending {
   virtual void wait() = 0;
 };
 
+// Whether the backend on `device` sums bf16 tensors: NCCL does, Gloo only from libtorch 2
+// (1.13's fails them). all_reduce_sum sums them anyway (in fp32, rounded back);
+// start_all_reduce_sum, which moves a gradient bucket in its own type, takes them only here.
+bool sums_bf16_on(const torch::Device& device);
+
 class Communicator {
  public:
   virtual ~Communicator() = default;

@@ -91,6 +91,15 @@ Executor::Executor(const model::Model& model, const plan::Plan& plan, const Rank
     chunks_.back()->to(options.device);
     for (const auto& p : chunks_.back()->parameters()) parameters.push_back(p);
   }
+  activation_type_ = torch::typeMetaToScalarType(torch::get_default_dtype());
+  if (needs_master_weights(options.dtype)) {
+    // Built in fp32 (so every split and dtype starts from the same draws), then turned.
+    masters_ = std::make_unique<MasterWeights>(parameters, options.dtype);
+    activation_type_ = options.dtype;
+    parameters = masters_->masters();
+  }
+  reduce_type_ = masters_ ? scalar_type_of(plan.gradient_reduce_dtype) : activation_type_;
+  if (options.loss_scaling) scaler_.emplace(*options.loss_scaling);
   optimizer_ = make_optimizer(parameters, options.optimizer);
   slots_.resize(static_cast<size_t>(pipeline.chunks) * pipeline.micro_batches);
   const auto& ops = schedule_.ops[role_.group];
@@ -133,7 +142,7 @@ void Executor::post_receive(const Op& op) {
   Slot& s = slot(op.chunk, op.micro_batch);
   const int stage = stage_of(op.chunk);
   const auto shape = std::vector<int64_t>{mine_.size(), data_.seq_len(), model_.config().hidden};
-  const auto options = torch::TensorOptions().device(options_.device);
+  const auto options = torch::TensorOptions().device(options_.device).dtype(activation_type_);
   if (op.kind == OpKind::recv_forward) {
     if (s.forward_posted) return;
     s.forward_posted = true;
@@ -325,7 +334,12 @@ void Executor::compute(const Op& op) {
           s.output = module.loss_sum(s.output, targets) / static_cast<double>(tokens_per_step_);
         }
       });
-      if (last) loss_sum_ += s.output.item<double>();
+      if (last) {
+        loss_sum_ += s.output.item<double>();
+        // The backward starts from the scaled loss, so small gradients stay above fp16's
+        // smallest number; the norm's op scales them back (global_norm).
+        if (scaler_) s.output = s.output * scaler_->scale();
+      }
       break;
     }
     case OpKind::backward:
@@ -365,8 +379,12 @@ void Executor::compute(const Op& op) {
 }
 
 double Executor::static_bytes() const {
-  double bytes = 0;
-  for (const auto& p : parameters()) bytes += 2.0 * static_cast<double>(p.nbytes());
+  double bytes = masters_ ? masters_->bytes() : 0.0;
+  // Each weight and its gradient (under mixed precision the gradient is the main grad,
+  // in the masters' bytes).
+  for (const auto& p : parameters()) {
+    bytes += (masters_ ? 1.0 : 2.0) * static_cast<double>(p.nbytes());
+  }
   for (const auto& [key, state] : optimizer_->state()) {
     const auto& adam = static_cast<const torch::optim::AdamWParamState&>(*state);
     for (const auto& moment : {adam.exp_avg(), adam.exp_avg_sq(), adam.max_exp_avg_sq()}) {
@@ -407,7 +425,8 @@ void Executor::all_reduce(const Op& op) {
   if (role_.dp == 1) return;
   std::vector<torch::Tensor> flat;
   for (const auto& g : started.gradients) flat.push_back(g.reshape({-1}));
-  started.buffer = torch::cat(flat);
+  // In the plan's reduce dtype (fp32 main grads may travel in 16 bits, half the bytes).
+  started.buffer = torch::cat(flat).to(reduce_type_);
   started.pending = communicator_.start_all_reduce_sum(
       started.buffer, layout_.dp_ranks(role_.pipeline, role_.group, role_.tp_index));
   all_reduces_.push_back(std::move(started));
@@ -491,6 +510,10 @@ void Executor::global_norm(const Op& op) {
   // computed it). Computing it is part of the optimizer's work (its profile includes it).
   double squares = 0;
   timed({std::string(schedule::timeline_label(OpKind::optimizer_step)), -1, -1, 0, 0, 0}, [&] {
+    if (scaler_) {
+      // The gradients of the scaled loss back to the loss's own (a power of two: exact).
+      for (auto& p : parameters()) p.mutable_grad().mul_(1.0 / scaler_->scale());
+    }
     for (const auto& chunk : chunks_) {
       const auto tied = chunk->tied_head_tokens();
       std::vector<torch::Tensor> split, whole;
@@ -517,9 +540,33 @@ void Executor::global_norm(const Op& op) {
 
 void Executor::optimizer_step(const Op& op) {
   finish_backward_work();
+  if (scaler_) {
+    // Every rank sees the same global norm, so all skip or step together.
+    result_.loss_scale = scaler_->scale();
+    result_.skipped = !scaler_->update(std::isfinite(result_.grad_norm));
+    if (result_.skipped) {
+      if (communicator_.rank() == 0) {
+        log().warn(
+            "step {} skipped: its gradients are not finite under loss scale {:g}; the "
+            "scale is now {:g}",
+            step_ + 1, result_.loss_scale, scaler_->scale());
+      }
+      return;
+    }
+  }
   const double factor = clip_factor(result_.grad_norm, options_.optimizer.clip_norm);
-  timed({std::string(schedule::timeline_label(op.kind)), -1, -1, 0, 0, 0},
-        [&] { clipped_step(*optimizer_, parameters(), factor); });
+  timed({std::string(schedule::timeline_label(op.kind)), -1, -1, 0, 0, 0}, [&] {
+    clipped_step(*optimizer_, parameters(), factor);
+    if (masters_) masters_->copy_to_model();
+  });
+}
+
+const torch::Tensor& Executor::trained(const torch::Tensor& parameter) const {
+  return masters_ ? masters_->master_of(parameter) : parameter;
+}
+
+void Executor::trained_weights_changed() {
+  if (masters_) masters_->copy_to_model();
 }
 
 void Executor::sum_tied_embedding() {
@@ -648,7 +695,11 @@ StepResult Executor::step(int64_t step) {
   loss_sum_ = 0;
   step_ = step;
   for (auto& s : slots_) s = Slot();
-  for (auto& p : parameters()) p.mutable_grad() = torch::Tensor();
+  if (masters_) {
+    masters_->zero_main_grads();
+  } else {
+    for (auto& p : parameters()) p.mutable_grad() = torch::Tensor();
+  }
   track_.static_bytes = static_bytes();
   sample_memory();
 

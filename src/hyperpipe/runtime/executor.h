@@ -21,6 +21,8 @@
 #include "hyperpipe/model/model.h"
 #include "hyperpipe/plan/plan.h"
 #include "hyperpipe/runtime/communicator.h"
+#include "hyperpipe/runtime/loss_scaler.h"
+#include "hyperpipe/runtime/mixed_precision.h"
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/rank_layout.h"
 #include "hyperpipe/runtime/stage_module.h"
@@ -37,13 +39,20 @@ struct ExecutorOptions {
   // Speed of the device type this process stands in for, relative to the host: each
   // compute op is stretched to its host time ÷ speed (no stretch at 1 or above).
   double speed = 1.0;
+  // Weights and activations: bf16 or fp16 train with fp32 master weights and main grads
+  // (mixed_precision.h); otherwise the default dtype's (fp32, or fp64 where set).
+  torch::ScalarType dtype = torch::kFloat;
+  // Dynamic loss scaling (fp16's, but any dtype may ask for it).
+  std::optional<LossScaling> loss_scaling;
 };
 
 struct StepResult {
-  double loss = 0;       // mean cross-entropy over the global batch (every rank)
-  double grad_norm = 0;  // before clipping (every rank)
-  double seconds = 0;    // this process's iteration
-  trace::Track track;    // what this process did (its ops in order), times from the start
+  double loss = 0;        // mean cross-entropy over the global batch (every rank)
+  double grad_norm = 0;   // before clipping (every rank)
+  double seconds = 0;     // this process's iteration
+  double loss_scale = 0;  // the scale the step's loss was multiplied by (0: no scaling)
+  bool skipped = false;   // gradients not finite under loss scaling: no update
+  trace::Track track;     // what this process did (its ops in order), times from the start
 };
 
 class Executor {
@@ -57,6 +66,14 @@ class Executor {
   // The model chunks this process holds (one per chunk of its device group).
   const std::vector<std::shared_ptr<StageModule>>& chunks() const { return chunks_; }
   torch::optim::AdamW& optimizer() { return *optimizer_; }
+  // What AdamW updates for a parameter of the chunks: its fp32 master under mixed
+  // precision, else the parameter itself. Checkpoints hold these.
+  const torch::Tensor& trained(const torch::Tensor& parameter) const;
+  // After new values were written into trained(): the model's weights follow them.
+  void trained_weights_changed();
+  // The loss scaler, where the run scales its loss (null otherwise).
+  DynamicLossScaler* loss_scaler() { return scaler_ ? &*scaler_ : nullptr; }
+  const DynamicLossScaler* loss_scaler() const { return scaler_ ? &*scaler_ : nullptr; }
   const ProcessRole& role() const { return role_; }
 
  private:
@@ -148,7 +165,11 @@ class Executor {
   schedule::Schedule schedule_;
   bool split_backward_ = false;  // the schedule has W ops of its own
   std::vector<std::shared_ptr<StageModule>> chunks_;
+  std::unique_ptr<MasterWeights> masters_;  // under mixed precision
   std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::optional<DynamicLossScaler> scaler_;
+  torch::ScalarType activation_type_ = torch::kFloat;
+  torch::ScalarType reduce_type_ = torch::kFloat;  // of the gradients' all-reduce
   std::vector<Slot> slots_;
   // The step being run, its position in the op list, and what it has left in flight.
   int64_t step_ = 0;

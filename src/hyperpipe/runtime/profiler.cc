@@ -17,6 +17,7 @@
 #include "hyperpipe/runtime/dropout.h"
 #include "hyperpipe/runtime/layers.h"
 #include "hyperpipe/runtime/memory_in_use.h"
+#include "hyperpipe/runtime/mixed_precision.h"
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/stage_module.h"
 #include "hyperpipe/runtime/stand_in_clock.h"
@@ -93,7 +94,15 @@ class LayerBench {
         vocabulary_slice_((model.config().vocab + tp - 1) / tp),
         device_(device) {
     layer_.to(device);
-    adamw_ = make_optimizer(layer_.parameters(), {});
+    // In the model's dtype, as a run trains it: 16-bit weights with fp32 masters.
+    const auto type = scalar_type_of(model.config().dtype);
+    auto trained = layer_.parameters();
+    if (needs_master_weights(type)) {
+      masters_ = std::make_unique<MasterWeights>(trained, type);
+      trained = masters_->masters();
+    }
+    activation_type_ = needs_master_weights(type) ? type : torch::kFloat;
+    adamw_ = make_optimizer(trained, {});
   }
 
   int count() const { return count_; }
@@ -108,7 +117,8 @@ class LayerBench {
     };
     const auto input = layer_.holds_embedding()
                            ? tokens(model_.config().vocab)
-                           : torch::randn({micro_batch, seq, model_.config().hidden}, options)
+                           : torch::randn({micro_batch, seq, model_.config().hidden},
+                                          options.dtype(activation_type_))
                                  .requires_grad_(true);
     // A shard computes the vocabulary-parallel loss over its slice of the logits, as in a
     // run (the sums over the shards are the cost model's to add).
@@ -137,6 +147,7 @@ class LayerBench {
     const auto parameters = layer_.parameters();
     const double norm = std::sqrt(gradient_squares(parameters));
     clipped_step(*adamw_, parameters, clip_factor(norm, OptimizerOptions{}.clip_norm));
+    if (masters_) masters_->copy_to_model();
     into.optimizer.push_back(watch.seconds() / count_);
 
     const auto deferred = std::make_shared<WeightGradStore>();
@@ -166,6 +177,8 @@ class LayerBench {
   StageModule layer_;
   int64_t vocabulary_slice_;  // the logits a shard of the head computes
   torch::Device device_;
+  std::unique_ptr<MasterWeights> masters_;  // a 16-bit model's
+  torch::ScalarType activation_type_ = torch::kFloat;
   std::unique_ptr<torch::optim::AdamW> adamw_;
 };
 
@@ -178,6 +191,7 @@ std::vector<cost::ProfileEntry> profile_layers(const model::Model& model,
   // One of each kind: the embedding, the first block, the head; for each tp degree.
   const std::vector<int> kinds{0, 1, model.num_layers() - 1};
   const auto& degrees = settings.tensor_parallel;
+  require_kernels_for(scalar_type_of(model.config().dtype), settings.device, "dtype");
   std::vector<std::unique_ptr<LayerBench>> benches;  // [tp][kind]
   for (const int tp : degrees) {
     for (const int index : kinds) {

@@ -48,10 +48,10 @@ struct ProfiledDevice {
 };
 
 // One entry per device, tp degree, layer kind and micro-batch size, keyed to the model
-// (and its dtype, which the cost model looks profiles up by; the runtime computes in
-// fp32) and to the device's name (the GPU type the planner will look up). The settings are
-// measured in rounds, each setting once a round, and each entry is the median over the
-// rounds after the warm-up.
+// (and its dtype, which the cost model looks profiles up by and the layers run in: a
+// 16-bit model with fp32 masters as a run trains it) and to the device's name (the GPU type the
+// planner will look up). The settings are measured in rounds, each setting once a round, and each
+// entry is the median over the rounds after the warm-up.
 std::vector<cost::ProfileEntry> profile_layers(const model::Model& model,
                                                const ProfileSettings& settings,
                                                const std::vector<ProfiledDevice>& devices);

@@ -32,8 +32,14 @@ torch::Tensor StageModule::tied_head_tokens() {
   return chain_.back()->tied_weight();
 }
 
-torch::Tensor StageModule::loss_sum(const torch::Tensor& logits,
+torch::Tensor StageModule::loss_sum(const torch::Tensor& logits_as_run,
                                     const torch::Tensor& targets) const {
+  // In fp32 under mixed precision, as Megatron-LM's cross-entropy is by default: a sum of
+  // exponentials over the vocabulary in 16 bits loses the loss's last digits.
+  const auto logits =
+      logits_as_run.scalar_type() == torch::kBFloat16 || logits_as_run.scalar_type() == torch::kHalf
+          ? logits_as_run.to(torch::kFloat)
+          : logits_as_run;
   if (shard_.size == 1) return cross_entropy_sum(logits, targets);
   return vocab_parallel_cross_entropy_sum(logits, targets, shard_.first_row(vocab_), shard_.size,
                                           shard_.rank, shard_.all_reduce);

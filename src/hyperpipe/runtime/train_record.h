@@ -13,10 +13,12 @@
 namespace hyperpipe::runtime {
 
 struct StepRecord {
-  int64_t step = 0;      // counted from 0
-  double loss = 0;       // mean cross-entropy over the global batch
-  double grad_norm = 0;  // before clipping
-  double seconds = 0;    // rank 0's iteration
+  int64_t step = 0;       // counted from 0
+  double loss = 0;        // mean cross-entropy over the global batch
+  double grad_norm = 0;   // before clipping
+  double seconds = 0;     // rank 0's iteration
+  double loss_scale = 0;  // under loss scaling: the step's scale (0 without)
+  bool skipped = false;   // under loss scaling: gradients not finite, no update
 };
 
 struct TrainRecord {

@@ -16,6 +16,7 @@
 #include "hyperpipe/runtime/checkpoint_directory.h"
 #include "hyperpipe/runtime/executor.h"
 #include "hyperpipe/runtime/host_memory.h"
+#include "hyperpipe/runtime/mixed_precision.h"
 #include "hyperpipe/runtime/rendezvous.h"
 #include "hyperpipe/runtime/timing.h"
 #include "hyperpipe/trace/timeline_json.h"
@@ -44,13 +45,13 @@ int agree_to_stop(Communicator& communicator) {
 }
 constexpr char kTracedStepKey[] = "traced step";
 
-torch::Device device_for(const std::string& name, const Rendezvous& rendezvous) {
+torch::Device device_for(const std::string& name, int local_rank) {
   if (name == "cpu") return torch::kCPU;
   if (name == "cuda") {
     if (!torch::cuda::is_available()) {
       throw InputError("--device", name, "cpu: this libtorch or machine has no CUDA");
     }
-    return {torch::kCUDA, static_cast<c10::DeviceIndex>(rendezvous.local_rank)};
+    return {torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank)};
   }
   throw InputError("--device", name, "cpu or cuda");
 }
@@ -128,7 +129,8 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
   };
   for (int64_t step = record.first_step; step < options.steps; ++step) {
     const StepResult result = executor.step(step);
-    const StepRecord step_record{step, result.loss, result.grad_norm, result.seconds};
+    const StepRecord step_record{step,           result.loss,       result.grad_norm,
+                                 result.seconds, result.loss_scale, result.skipped};
     record.steps.push_back(step_record);
     if (record.reporter) observer.step_done(step_record);
     if (options.checkpoint_dir &&
@@ -182,19 +184,19 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
 
 namespace {
 
-// Everything a process reads before it joins the others, checked: any problem is found
-// here, alone, with a message for the user.
-struct CheckedRun {
+// What every process reads, checked alone (before it joins the others): any problem is
+// found here with a message for the user.
+struct CheckedInputs {
   plan::CheckedPlan checked;
   RankLayout layout;
   TextCorpus data;
-  Rendezvous rendezvous;
+  std::string dtype;  // run_dtype
 
-  explicit CheckedRun(const TrainOptions& options)
+  explicit CheckedInputs(const TrainOptions& options)
       : checked(plan::load_checked_plan(options.plan_path, options.cluster)),
         layout(checked.plan, options.plan_path),
         data(load_data(options, checked)),
-        rendezvous(rendezvous_from()) {
+        dtype(run_dtype(options.dtype, checked.model.config().dtype)) {
     const auto& config = checked.model.config();
     if (config.vocab < kByteVocabulary) {
       throw InputError(options.plan_path, "model",
@@ -202,12 +204,13 @@ struct CheckedRun {
                                    "of the text data); {} has {}",
                                    kByteVocabulary, config.name, config.vocab));
     }
-    if (rendezvous.world_size != layout.world_size()) {
-      throw InputError(
-          options.plan_path, "stages",
-          fmt::format("{} processes, one per device of the plan; the launcher ({}) "
-                      "started {}",
-                      layout.world_size(), rendezvous.launcher, rendezvous.world_size));
+    if (options.loss_scale && !(*options.loss_scale > 0)) {
+      throw InputError("--loss-scale", fmt::format("{}", *options.loss_scale),
+                       "a positive initial loss scale");
+    }
+    if (options.loss_scale_interval < 1) {
+      throw InputError("--loss-scale-interval", std::to_string(options.loss_scale_interval),
+                       "a positive number of steps");
     }
   }
 
@@ -216,6 +219,46 @@ struct CheckedRun {
     const int64_t seq =
         checked.plan.seq_len > 0 ? checked.plan.seq_len : checked.model.config().seq_len;
     return TextCorpus::load(options.data_path, seq, options.data_seed);
+  }
+};
+
+// The type weights and activations are held in (fp64 through the default dtype).
+torch::ScalarType weight_type(const std::string& dtype) {
+  if (dtype == "bf16") return torch::kBFloat16;
+  if (dtype == "fp16") return torch::kHalf;
+  return dtype == "fp64" ? torch::kDouble : torch::kFloat;
+}
+
+// What this machine's libtorch must compute and move for the run: its dtype's kernels,
+// and a bf16 gradient bucket where the plan all-reduces in bf16.
+void require_device_support(const CheckedInputs& inputs, const torch::Device& device,
+                            const std::string& plan_path) {
+  const auto type = weight_type(inputs.dtype);
+  require_kernels_for(type, device, "--dtype");
+  if (needs_master_weights(type) &&
+      inputs.checked.plan.gradient_reduce_dtype == model::DType::bf16 && !sums_bf16_on(device)) {
+    throw InputError(plan_path, "gradient_reduce_dtype",
+                     fmt::format("fp32 or fp16 on {}, not bf16: the Gloo of libtorch {} sums no "
+                                 "bf16 (NCCL and the Gloo of libtorch 2 do)",
+                                 device.str(), TORCH_VERSION));
+  }
+}
+
+// The inputs, and the launcher's word on where this process stands among the others.
+struct CheckedRun : CheckedInputs {
+  Rendezvous rendezvous;
+
+  explicit CheckedRun(const TrainOptions& options)
+      : CheckedInputs(options), rendezvous(rendezvous_from()) {
+    require_device_support(*this, device_for(options.device, rendezvous.local_rank),
+                           options.plan_path);
+    if (rendezvous.world_size != layout.world_size()) {
+      throw InputError(
+          options.plan_path, "stages",
+          fmt::format("{} processes, one per device of the plan; the launcher ({}) "
+                      "started {}",
+                      layout.world_size(), rendezvous.launcher, rendezvous.world_size));
+    }
   }
 };
 
@@ -246,31 +289,40 @@ ExecutorOptions process_settings(const TrainOptions& options, const CheckedRun& 
   ExecutorOptions settings;
   settings.optimizer = options.optimizer;
   settings.seed = options.seed;
-  settings.device = device_for(options.device, run.rendezvous);
+  settings.device = device_for(options.device, run.rendezvous.local_rank);
   const int device = run.layout.role(run.rendezvous.rank).device;
   settings.speed = run.checked.cluster.device_type(device).speed.value_or(1.0);
   torch::set_num_threads(options.threads);
   keep_freed_memory();
-  const auto& config = run.checked.model.config();
-  if (run_dtype(options.dtype, config.dtype, config.name) == "fp64") {
-    torch::set_default_dtype(caffe2::TypeMeta::Make<double>());
+  if (run.dtype == "fp64") torch::set_default_dtype(caffe2::TypeMeta::Make<double>());
+  settings.dtype = weight_type(run.dtype);
+  if (options.loss_scale || run.dtype == "fp16") {
+    LossScaling scaling;
+    scaling.initial_scale = options.loss_scale.value_or(scaling.initial_scale);
+    scaling.growth_interval = options.loss_scale_interval;
+    settings.loss_scaling = scaling;
   }
   return settings;
 }
 
 }  // namespace
 
-std::string run_dtype(const std::string& requested, model::DType model_dtype,
-                      const std::string& model_name) {
-  if (requested == "fp32" || requested == "fp64") return requested;
-  if (!requested.empty()) throw InputError("--dtype", requested, "fp32 or fp64");
-  if (model_dtype == model::DType::fp32) return "fp32";
-  throw InputError(
-      "--dtype", "",
-      fmt::format("a type the runtime trains in: model {} says {}, and mixed precision is not "
-                  "built yet; --dtype fp32 trains it in fp32 (the prediction then costed in "
-                  "fp32 too), or set `dtype: fp32` in the model",
-                  model_name, model::to_string(model_dtype)));
+std::string run_dtype(const std::string& requested, model::DType model_dtype) {
+  if (requested.empty()) return std::string(model::to_string(model_dtype));
+  if (requested == "fp64" || model::parse_dtype(requested)) {
+    return requested == "fp64" ? requested
+                               : std::string(model::to_string(*model::parse_dtype(requested)));
+  }
+  throw InputError("--dtype", requested, "bf16, fp16, fp32 or fp64");
+}
+
+model::DType costed_dtype(const std::string& run_dtype) {
+  return run_dtype == "fp64" ? model::DType::fp32 : *model::parse_dtype(run_dtype);
+}
+
+void check_run(const TrainOptions& options) {
+  const CheckedInputs inputs(options);
+  require_device_support(inputs, device_for(options.device, 0), options.plan_path);
 }
 
 TrainRecord train(const TrainOptions& options, TrainObserver& observer) {

@@ -12,6 +12,7 @@
 
 #include "hyperpipe/model/dtype.h"
 #include "hyperpipe/runtime/communication_error.h"
+#include "hyperpipe/runtime/loss_scaler.h"
 #include "hyperpipe/runtime/optimizer_options.h"
 #include "hyperpipe/runtime/train_record.h"
 
@@ -27,10 +28,15 @@ struct TrainOptions {
   uint64_t data_seed = 0;      // the order of the corpus's windows
   std::string device = "cpu";  // "cpu" or "cuda" (one GPU per process, by local rank)
   int threads = 1;             // intra-op threads per process
-  // Floating-point type of weights and activations: "fp32", or "fp64" where a run must be
-  // compared with another to far below fp32's rounding (Adam turns rounding noise in
-  // gradients that should be zero into full-size steps); empty: the model's (run_dtype).
+  // Floating-point type of weights and activations: "bf16" or "fp16" (mixed precision:
+  // fp32 master weights, main grads and AdamW state), "fp32", or "fp64" where a run must
+  // be compared with another to far below fp32's rounding (Adam turns rounding noise in
+  // gradients that should be zero into full-size steps); empty: the model's.
   std::string dtype;
+  // Dynamic loss scaling (loss_scaler.h) from this initial scale; without it, fp16 runs
+  // scale from LossScaling's default and the other types do not scale.
+  std::optional<double> loss_scale;
+  int64_t loss_scale_interval = LossScaling{}.growth_interval;
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   // The step whose timeline rank 0 gathers (default: the median of the last 32 by rank 0's
   // time, the run's first left out).
@@ -42,12 +48,17 @@ struct TrainOptions {
   bool overwrite = false;
 };
 
-// What a run trains in: `requested` (--dtype) where given, else the model's own when the
-// runtime trains in it. Mixed precision (bf16, fp16 with fp32 master weights) is not built
-// yet, so a model in bf16 or fp16 is refused with InputError (naming --dtype fp32) rather
-// than trained in fp32 against a prediction costed in its dtype.
-std::string run_dtype(const std::string& requested, model::DType model_dtype,
-                      const std::string& model_name);
+// What a run trains in: `requested` (--dtype: fp32, fp64, bf16, fp16) where given, else
+// the model's own dtype. InputError for any other name.
+std::string run_dtype(const std::string& requested, model::DType model_dtype);
+
+// The type a run is costed in: its own, fp64 as fp32 (no device type lists fp64 rates).
+model::DType costed_dtype(const std::string& run_dtype);
+
+// Every check a process makes alone before it joins the others (plan, model, cluster,
+// data, dtype, this machine's kernels for it), for a launcher to run once before it
+// starts any process. Throws InputError.
+void check_run(const TrainOptions& options);
 
 // The exit code of a process that stops because another failed (its watchdog's).
 inline constexpr int kExitRunFailed = 1;

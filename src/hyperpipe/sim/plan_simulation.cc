@@ -45,7 +45,8 @@ double replica_sync_time(const cost::CostModel& costs, const plan::Plan& plan,
   const int pipelines = plan.pipeline_count();
   if (pipelines < 2) return 0.0;
   const auto& cluster = costs.cluster();
-  const double element_bytes = model::bytes_per_element(costs.model().config().dtype);
+  // The runtime sums the gradients as it holds them (fp32 main grads in mixed precision).
+  const double element_bytes = costs.gradient_bytes_per_element();
   double total = 0;
   for (int first = stage.first_layer; first < stage.end_layer;) {
     int end = stage.end_layer;
@@ -82,7 +83,7 @@ double tied_embedding_time(const cost::CostModel& costs, const cost::DeviceGroup
                            const cost::DeviceGroup& last, const cluster::Link& between) {
   const auto& config = costs.model().config();
   if (!config.tied_embeddings || first.devices == last.devices) return 0.0;
-  const double element_bytes = model::bytes_per_element(config.dtype);
+  const double element_bytes = costs.gradient_bytes_per_element();
   const double matrix = static_cast<double>(config.vocab) * static_cast<double>(config.hidden);
   if (first.tp == last.tp) {
     return costs.allreduce_time(matrix / first.tp * element_bytes, first.dp + last.dp, between);
@@ -225,8 +226,12 @@ std::string track_name(const PlanSimulation& simulation, int rank) {
                      plan::format_devices(stage.devices));
 }
 
-PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& plan,
+PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& plan,
                              const SimOptions& options) {
+  // Costed with what the plan itself settles.
+  cost::CostOptions planned = given.options();
+  planned.gradient_reduce_dtype = plan.gradient_reduce_dtype;
+  const cost::CostModel costs = given.with_options(planned);
   const auto& cluster = costs.cluster();
   const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
   PlanSimulation result;

@@ -1,0 +1,76 @@
+#include "hyperpipe/runtime/mixed_precision.h"
+
+#include <gtest/gtest.h>
+
+#include "hyperpipe/common/error.h"
+
+namespace hyperpipe::runtime {
+namespace {
+
+TEST(MasterWeights, KeepsTheFp32ValuesAndRoundsTheWeights) {
+  auto weight = torch::randn({4, 3}, torch::kFloat).requires_grad_(true);
+  const auto original = weight.detach().clone();
+  MasterWeights masters({weight}, torch::kBFloat16);
+  EXPECT_EQ(weight.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(masters.masters()[0], original));
+  EXPECT_TRUE(torch::equal(weight.detach(), original.to(torch::kBFloat16)));
+  EXPECT_TRUE(masters.master_of(weight).is_same(masters.masters()[0]));
+  EXPECT_DOUBLE_EQ(masters.bytes(), 2 * 12 * 4.0);  // master and main grad, fp32 each
+}
+
+// Autograd adds each backward's 16-bit gradient into the fp32 main grad: the sum of the
+// bf16 gradients taken exactly in fp32, where bf16 accumulation would round each partial
+// sum to 8 bits.
+TEST(MasterWeights, AccumulatesEachBackwardIntoTheFp32MainGrad) {
+  auto weight = torch::ones({1}, torch::kFloat).requires_grad_(true);
+  MasterWeights masters({weight}, torch::kBFloat16);
+  masters.zero_main_grads();
+  // 1 + 2^-9 rounds to 1 in bf16: 1 and 256 gradients of 2^-9 sum to 1.5 in fp32 (exact),
+  // to 1 in bf16.
+  const auto small = torch::full({1}, 1.0 / 512, torch::kBFloat16);
+  (weight * torch::ones({1}, torch::kBFloat16)).sum().backward();
+  for (int i = 0; i < 256; ++i) (weight * small).sum().backward();
+  ASSERT_EQ(weight.grad().scalar_type(), torch::kFloat);
+  EXPECT_DOUBLE_EQ(weight.grad().item<double>(), 1.0 + 256.0 / 512);
+  EXPECT_TRUE(weight.grad().is_same(masters.masters()[0].grad()));  // what AdamW reads
+  masters.zero_main_grads();
+  EXPECT_DOUBLE_EQ(weight.grad().item<double>(), 0.0);
+}
+
+TEST(MasterWeights, CopiesTheStepIntoTheModelRounded) {
+  auto weight = torch::zeros({2}, torch::kFloat).requires_grad_(true);
+  MasterWeights masters({weight}, torch::kBFloat16);
+  torch::NoGradGuard no_grad;
+  masters.masters()[0].fill_(1.0 + 1.0 / 1024);  // below bf16's resolution at 1
+  masters.copy_to_model();
+  EXPECT_DOUBLE_EQ(weight[0].item<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(masters.masters()[0][0].item<double>(), 1.0 + 1.0 / 1024);  // kept
+}
+
+TEST(MixedPrecisionKernels, Bf16RunsOnThisCpu) {
+  EXPECT_NO_THROW(require_kernels_for(torch::kBFloat16, torch::kCPU, "--dtype"));
+  EXPECT_NO_THROW(require_kernels_for(torch::kFloat, torch::kCPU, "--dtype"));
+}
+
+TEST(MixedPrecisionKernels, Fp16IsRefusedWhereThisLibtorchLacksItsKernels) {
+  bool has_fp16_product = true;
+  try {
+    torch::mm(torch::ones({2, 2}, torch::kHalf), torch::ones({2, 2}, torch::kHalf));
+  } catch (const c10::Error&) {
+    has_fp16_product = false;
+  }
+  if (has_fp16_product) {
+    EXPECT_NO_THROW(require_kernels_for(torch::kHalf, torch::kCPU, "--dtype"));
+    return;
+  }
+  try {
+    require_kernels_for(torch::kHalf, torch::kCPU, "--dtype");
+    FAIL() << "fp16 accepted on a CPU without its matrix product";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("--dtype: fp16: a type libtorch"), std::string::npos)
+        << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace hyperpipe::runtime
