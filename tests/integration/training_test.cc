@@ -295,6 +295,28 @@ INSTANTIATE_TEST_SUITE_P(
                 "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2},
                            {"layers": [4, 6], "devices": [4, 5], "tp": 2, "recompute": "full"}])",
                            8, 4},
+                      // Sequence parallelism: the shards' parts of the sequence between the
+                      // tensor-parallel products, the stages' activations whole.
+                      Case{"sequence-parallel-tp-two-1f1b",
+                           R"("sequence_parallel": true, "micro_batch_size": 2, "micro_batches": 3,
+                "schedule": "1f1b",
+                "stages": [{"layers": [0, 3], "devices": [0, 1], "tp": 2},
+                           {"layers": [3, 6], "devices": [2, 3], "tp": 2}])",
+                           6, 2},
+                      Case{"sequence-parallel-dp-two-tp-two-zb-h1-recomputed",
+                           R"("sequence_parallel": true, "recompute": "selective",
+                "micro_batch_size": 4, "micro_batches": 2, "schedule": "zb-h1",
+                "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2},
+                           {"layers": [4, 6], "devices": [4, 5], "tp": 2, "recompute": "full"}])",
+                           8, 4},
+                      Case{"sequence-parallel-interleaved-beside-a-whole-stage",
+                           R"("sequence_parallel": true, "micro_batch_size": 2, "micro_batches": 4,
+                "schedule": {"kind": "interleaved", "chunks": 2},
+                "stages": [{"layers": [0, 2], "devices": [0, 1], "tp": 2},
+                           {"layers": [2, 3], "devices": [2]},
+                           {"layers": [3, 5], "devices": [0, 1], "tp": 2},
+                           {"layers": [5, 6], "devices": [2]}])",
+                           8, 2},
                       Case{"tp-two-with-dp-two-zb-h1",
                            R"("micro_batch_size": 4, "micro_batches": 2, "schedule": "zb-h1",
                 "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2},
@@ -339,6 +361,28 @@ TEST(Training, DropoutMatchesOneProcess) {
   expect_same(launch("dropout-tp-two-recomputed", with_dropout,
                      R"("recompute": "selective", "micro_batch_size": 4, "micro_batches": 2,
                         "schedule": "1f1b",
+                        "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2,
+                                    "recompute": "full"},
+                                   {"layers": [4, 6], "devices": [4, 5], "tp": 2}])"),
+              reference(with_dropout, 8, 4));
+}
+
+// LLaMA under sequence parallelism: RMSNorm on the shards' parts, SwiGLU's two products
+// of one gathered input, rotary on the whole sequence; and GPT-2's dropout masks cut
+// along the sequence as one process draws them whole.
+TEST(Training, SequenceParallelLlamaAndDropoutMatchOneProcess) {
+  expect_same(launch("sequence-parallel-llama", kTinyLlama,
+                     R"("sequence_parallel": true, "micro_batch_size": 2, "micro_batches": 3,
+                        "schedule": "1f1b",
+                        "stages": [{"layers": [0, 2], "devices": [0, 1], "tp": 2},
+                                   {"layers": [2, 6], "devices": [2, 3], "tp": 2,
+                                    "recompute": "selective"}])"),
+              reference(kTinyLlama, 6, 2));
+  std::string with_dropout = kTinyGpt;
+  with_dropout.replace(with_dropout.find("dropout: false"), 14, "dropout: true");
+  expect_same(launch("sequence-parallel-dropout", with_dropout,
+                     R"("sequence_parallel": true, "micro_batch_size": 4, "micro_batches": 2,
+                        "schedule": "zb-h1",
                         "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2,
                                     "recompute": "full"},
                                    {"layers": [4, 6], "devices": [4, 5], "tp": 2}])"),

@@ -1,5 +1,6 @@
 #include "hyperpipe/plan/plan.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "hyperpipe/cluster/cluster_loader.h"
@@ -201,6 +202,34 @@ INSTANTIATE_TEST_SUITE_P(
                    "replicas[0].stages: the stages cover layers [0, 7)"}));
 
 // Tensor-parallel shards hold equal parts of the heads, key/value heads and MLP columns.
+// Sequence parallelism cuts each sequence into tp equal parts: 18 tokens over tp 4 do
+// not cut, 16 do; the field round-trips.
+TEST(Plan, SequenceParallelismNeedsSequencesThatSplitOverTp) {
+  const model::Model model(model::read_model_yaml(YamlField::load_string(
+      "name: m\nflavour: llama\nhidden: 64\nlayers: 2\nheads: 8\nvocab: 256\nseq_len: 64\n",
+      "m.yaml")));
+  const auto plan_of = [](int seq) {
+    return read_plan(YamlField::load_string(
+        fmt::format(R"({{"format": "hyperpipe.plan/1", "model": "m", "cluster": "a100x8",
+            "sequence_parallel": true, "seq_len": {}, "micro_batch_size": 1,
+            "micro_batches": 2, "stages": [{{"layers": [0, 4], "devices": [0, 1, 2, 3],
+            "tp": 4}}]}})",
+                    seq),
+        "sp.json"));
+  };
+  const auto cluster = cluster::load_cluster("a100x8");
+  const std::string message =
+      error_message<InputError>([&] { check_plan(plan_of(18), model, cluster, "sp.json"); });
+  EXPECT_NE(message.find("sp.json: sequence_parallel: sequences that split evenly over every "
+                         "stage's tp: 18 tokens over tp = 4"),
+            std::string::npos)
+      << message;
+  const Plan fits = plan_of(16);
+  EXPECT_NO_THROW(check_plan(fits, model, cluster, "sp.json"));
+  EXPECT_TRUE(fits.sequence_parallel);
+  EXPECT_EQ(to_json(fits)["sequence_parallel"], true);
+}
+
 TEST(Plan, TensorParallelismMustSplitEveryHeadAndColumnEvenly) {
   const auto check = [](const std::string& shape) {
     const model::Model model(model::read_model_yaml(YamlField::load_string(

@@ -39,6 +39,7 @@ struct PlanArgs {
   int max_stages = 32;
   int max_tp = 0;  // 0: as wide as a node allows
   bool same_dp = false;
+  bool sequence_parallel = false;
   std::vector<std::string> schedules;  // kinds allowed; empty: every kind
   bool explain = false;
   OutputFormat format = OutputFormat::table;
@@ -215,7 +216,9 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
   const cluster::Cluster cluster = cluster::load_cluster(args.cluster);
   std::optional<cost::ProfileDb> profiles;
   if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
-  const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
+  cost::CostOptions options;
+  options.sequence_parallel = args.sequence_parallel;
+  const cost::CostModel costs(model, cluster, options, profiles ? &*profiles : nullptr);
   const int64_t seq = args.seq_len > 0 ? args.seq_len : model.config().seq_len;
   if (model.config().flavour == model::Flavour::gpt && seq > model.config().seq_len) {
     throw InputError(
@@ -279,6 +282,7 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
     result = planner::make_plan(costs, request);
     chosen = result->best;
   }
+  chosen.plan.sequence_parallel = args.sequence_parallel;  // as it was costed
   if (args.out) write_file_atomically(*args.out, plan_document(chosen).dump(2) + "\n");
 
   if (args.format == OutputFormat::json) {
@@ -357,6 +361,9 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
   command->add_flag("--same-dp", args->same_dp,
                     "Every stage the same data-parallel degree, one pipeline (as Megatron-LM and "
                     "DeepSpeed require)");
+  command->add_flag("--sequence-parallel", args->sequence_parallel,
+                    "Sequence parallelism in every tensor-parallel stage (Megatron-LM's): costed "
+                    "so, and the plan says so");
   command->add_option("--profiles", args->profiles, "Profile database to prefer over estimates");
   command->add_option("--baseline", args->baseline, "Emit a baseline's plan instead")
       ->check(CLI::IsMember(planner::baseline_names()));

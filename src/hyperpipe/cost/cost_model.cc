@@ -224,6 +224,13 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
           static_cast<double>(model_.layers()[layer].activation_bytes(work, recompute));
     }
   }
+  if (options_.sequence_parallel && group.tp > 1 && first > 0) {
+    // The runtime takes a stage's input whole (as without sequence parallelism) and keeps
+    // it beside the shard's part the first block keeps: the other tp − 1 parts on top.
+    const model::Workload whole{work.micro_batch, work.seq_len, 1, false};
+    per_micro_batch += static_cast<double>(model_.layers()[first - 1].output_bytes(whole)) *
+                       (group.tp - 1) / group.tp;
+  }
   memory.activations = per_micro_batch * in_flight;
   for (int layer = first; layer < last; ++layer) {
     memory.weight_gradient_activations +=

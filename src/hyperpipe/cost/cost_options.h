@@ -32,8 +32,8 @@ struct CostOptions {
   // fp32 products on TF32 tensor cores. PyTorch has defaulted to off since 1.12.
   bool allow_tf32 = false;
   // Megatron sequence parallelism whenever tp > 1 (Korthikanti et al., 2022): the norms'
-  // and residuals' activations split over the shards too. Off by default, as HyperPipe's
-  // runtime keeps them whole on every shard, so that a plan's memory is what its run needs.
+  // and residuals' activations split over the shards too. Off unless asked for (`plan
+  // --sequence-parallel`, or a plan's `sequence_parallel`, which the runtime then runs).
   bool sequence_parallel = false;
   // The type a 16-bit model's data-parallel gradient all-reduce moves its fp32 main grads
   // in (the plan's gradient_reduce_dtype): fp32 as Megatron-LM by default.

@@ -148,7 +148,8 @@ Plan read_plan(const YamlField& root) {
                                   "replicas",
                                   "predicted",
                                   "overlap_allreduce",
-                                  "gradient_reduce_dtype"};
+                                  "gradient_reduce_dtype",
+                                  "sequence_parallel"};
   fields.insert(fields.end(), kPipelineFields.begin(), kPipelineFields.end());
   root.allow_only(fields);
   const YamlField format = root.required("format");
@@ -159,6 +160,9 @@ Plan read_plan(const YamlField& root) {
   if (auto seq = root.optional("seq_len")) plan.seq_len = seq->as_positive_int();
   if (auto overlap = root.optional("overlap_allreduce"))
     plan.overlap_allreduce = overlap->as_bool();
+  if (auto sequence = root.optional("sequence_parallel")) {
+    plan.sequence_parallel = sequence->as_bool();
+  }
   if (auto reduce = root.optional("gradient_reduce_dtype")) {
     const auto dtype = model::parse_dtype(reduce->as_string());
     if (!dtype) reduce->fail(fmt::format("one of {}", fmt::join(model::dtype_names(), ", ")));

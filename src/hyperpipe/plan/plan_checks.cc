@@ -103,6 +103,18 @@ void check_plan(const Plan& plan, const model::Model& model, const cluster::Clus
                      fmt::format("expected at most the model's {} learned positions, got {}",
                                  config.seq_len, plan.seq_len));
   }
+  // Sequence parallelism cuts each sequence into tp equal parts.
+  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : config.seq_len;
+  for (int p = 0; plan.sequence_parallel && p < plan.pipeline_count(); ++p) {
+    for (const auto& stage : plan.pipeline(p).stages) {
+      if (stage.tp > 1 && seq % stage.tp != 0) {
+        throw InputError(source, "sequence_parallel",
+                         fmt::format("sequences that split evenly over every stage's tp: {} "
+                                     "tokens over tp = {}",
+                                     seq, stage.tp));
+      }
+    }
+  }
 }
 
 }  // namespace hyperpipe::plan

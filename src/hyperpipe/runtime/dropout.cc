@@ -66,9 +66,15 @@ std::optional<DropoutPlace> current_dropout_place() {
   return current_place;
 }
 
-torch::Tensor dropout(const torch::Tensor& x, int layer, DropoutSite site) {
+torch::Tensor dropout(const torch::Tensor& x, int layer, DropoutSite site,
+                      std::optional<SequencePart> part) {
   if (!current_place) return x;
-  return apply(x, keep_mask(x, *current_place, layer, site, 1, 0));
+  if (!part) return apply(x, keep_mask(x, *current_place, layer, site, 1, 0));
+  auto shape = x.sizes().vec();
+  shape[1] = part->whole;
+  const auto whole = torch::empty(shape, x.options().device(torch::kCPU).dtype(torch::kBool));
+  const auto mask = keep_mask(whole, *current_place, layer, site, 1, 0);
+  return apply(x, mask.narrow(1, part->first, x.size(1)).to(x.device()));
 }
 
 torch::Tensor attention_dropout(const torch::Tensor& probabilities, int layer, int64_t first_head) {

@@ -42,10 +42,19 @@ std::optional<DropoutPlace> current_dropout_place();
 // Which dropout of a layer a mask is for.
 enum class DropoutSite { embedding = 0, attention = 1, attention_residual = 2, mlp_residual = 3 };
 
+// Under sequence parallelism a shard holds positions [first, first + x.size(1)) of
+// sequences of `whole` positions.
+struct SequencePart {
+  int64_t first = 0;
+  int64_t whole = 0;
+};
+
 // x [b, ...] with each element zeroed at kDropoutRate and the rest scaled by 1/(1 − rate),
 // a mask per row drawn for (layer, site, sample); x itself outside a scope. The mask is
-// kept as one byte per element for the backward.
-torch::Tensor dropout(const torch::Tensor& x, int layer, DropoutSite site);
+// kept as one byte per element for the backward. With `part`, x [b, s', h] is that part
+// of each row, and takes that part of the whole row's mask.
+torch::Tensor dropout(const torch::Tensor& x, int layer, DropoutSite site,
+                      std::optional<SequencePart> part = std::nullopt);
 
 // Attention probabilities [b, heads, s, s] of heads first_head … first_head + heads − 1 of
 // the whole layer: a mask per (sample, head), so a tensor-parallel shard draws its heads'.

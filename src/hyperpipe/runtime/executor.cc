@@ -74,14 +74,23 @@ Executor::Executor(const model::Model& model, const plan::Plan& plan, const Rank
   schedule_ = plan::schedule_for(plan, role_.pipeline, model.config().tied_embeddings);
   // Under tensor parallelism each chunk holds this rank's shard of its layers; the
   // shards of the group's data-parallel rank sum their partial results.
-  TensorShard shard{role_.tp, role_.tp_index, nullptr};
+  TensorShard shard{role_.tp, role_.tp_index, nullptr, nullptr};
   if (role_.tp > 1) {
-    shard.all_reduce = std::make_shared<const ShardAllReduce>(
-        [this, ranks = layout.tp_ranks(role_.pipeline, role_.group, role_.dp_index)](
-            torch::Tensor& tensor) {
-          std::vector<torch::Tensor> sum{tensor};
-          communicator_.all_reduce_sum(sum, ranks);
-        });
+    const auto ranks = layout.tp_ranks(role_.pipeline, role_.group, role_.dp_index);
+    shard.all_reduce = std::make_shared<const ShardAllReduce>([this, ranks](torch::Tensor& tensor) {
+      std::vector<torch::Tensor> sum{tensor};
+      communicator_.all_reduce_sum(sum, ranks);
+    });
+    if (plan.sequence_parallel) {
+      SequenceShards sequence{role_.tp, role_.tp_index, *shard.all_reduce, {}};
+      sequence.all_gather = [this, ranks](const torch::Tensor& part) {
+        std::vector<torch::Tensor> parts;
+        for (int r = 0; r < role_.tp; ++r) parts.push_back(torch::empty_like(part));
+        communicator_.all_gather(part, parts, ranks);
+        return torch::cat(parts, 1);
+      };
+      shard.sequence = std::make_shared<const SequenceShards>(std::move(sequence));
+    }
   }
   std::vector<torch::Tensor> parameters;
   for (int c = 0; c < pipeline.chunks; ++c) {
@@ -421,6 +430,18 @@ void Executor::all_reduce(const Op& op) {
   for (auto& p : chunks_[op.chunk]->parameters()) {
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
     started.gradients.push_back(p.grad());
+  }
+  if (plan_.sequence_parallel && role_.tp > 1) {
+    // Under sequence parallelism the shards' parameters held whole (norms, the biases
+    // added after a reduce-scatter, positions) saw only their part of the sequence: their
+    // gradients are summed over the shards first (Megatron-LM's layer-norm all-reduce).
+    std::vector<torch::Tensor> whole;
+    for (const auto& item : chunks_[op.chunk]->named_parameters()) {
+      if (!chunks_[op.chunk]->split(item.key())) whole.push_back(item.value().grad());
+    }
+    if (!whole.empty()) {
+      sum_over(whole, layout_.tp_ranks(role_.pipeline, role_.group, role_.dp_index), 1.0);
+    }
   }
   if (role_.dp == 1) return;
   std::vector<torch::Tensor> flat;

@@ -58,13 +58,44 @@ torch::Tensor shared(const TensorShard& shard, const torch::Tensor& input) {
   return shard.size == 1 ? input : copy_to_shards(input, shard.all_reduce);
 }
 
-// Row-parallel projection: each shard's partial product, summed over the shards, then
-// the bias once.
+// Row-parallel projection: each shard's partial product, summed over the shards (and,
+// under sequence parallelism, cut to the shard's part of the sequence), then the bias.
 torch::Tensor row_parallel(const torch::Tensor& x, const torch::Tensor& weight,
                            const torch::Tensor& bias, const TensorShard& shard) {
   if (shard.size == 1) return runtime::linear(x, weight, bias);
-  const auto sum = reduced(shard, runtime::linear(x, weight));
+  const auto partial = runtime::linear(x, weight);
+  const auto sum = shard.sequence ? reduce_scatter_to_sequence(partial, *shard.sequence)
+                                  : reduced(shard, partial);
   return bias.defined() ? sum + bias : sum;
+}
+
+// Column-parallel products of one input (each weight with its bias, where `biases` has
+// one): under sequence parallelism the input is the shard's part, gathered whole inside.
+std::vector<torch::Tensor> column_parallel(const torch::Tensor& x,
+                                           const std::vector<torch::Tensor>& weights,
+                                           const std::vector<torch::Tensor>& biases,
+                                           const TensorShard& shard) {
+  if (shard.sequence) return gathered_linears(x, weights, biases, *shard.sequence);
+  const auto input = shared(shard, x);
+  std::vector<torch::Tensor> outputs;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    outputs.push_back(
+        runtime::linear(input, weights[i], i < biases.size() ? biases[i] : torch::Tensor()));
+  }
+  return outputs;
+}
+
+// A product's bias as column_parallel takes it: none where it has none.
+std::vector<torch::Tensor> biases(const torch::Tensor& bias) {
+  if (!bias.defined()) return {};
+  return {bias};
+}
+
+// Where a shard's part of the sequence lies, for its dropout masks (none: it holds all).
+std::optional<SequencePart> sequence_part(const torch::Tensor& x, const TensorShard& shard) {
+  if (!shard.sequence) return std::nullopt;
+  const int64_t whole = x.size(1) * shard.sequence->size;
+  return SequencePart{shard.sequence->first_position(whole), whole};
 }
 
 void require_split(const model::TransformerConfig& config, const char* field, int64_t count,
@@ -98,11 +129,14 @@ class Embedding final : public LayerModule {
   torch::Tensor forward(const torch::Tensor& ids) override {
     auto hidden = shard_.size == 1 ? torch::embedding(tokens_, ids) : vocabulary_parallel(ids);
     if (positions_.defined()) {
-      const auto where =
-          torch::arange(offset_, offset_ + ids.size(1), ids.options().dtype(torch::kLong));
+      // The positions of the shard's part under sequence parallelism.
+      const int64_t first = shard_.sequence ? shard_.sequence->first_position(ids.size(1)) : 0;
+      const auto where = torch::arange(offset_ + first, offset_ + first + hidden.size(1),
+                                       ids.options().dtype(torch::kLong));
       hidden = hidden + positions_.index_select(0, where);
     }
-    return dropout_ ? dropout(hidden, 0, DropoutSite::embedding) : hidden;
+    return dropout_ ? dropout(hidden, 0, DropoutSite::embedding, sequence_part(hidden, shard_))
+                    : hidden;
   }
 
   std::optional<ShardSplit> split(const std::string& name) const override {
@@ -117,7 +151,9 @@ class Embedding final : public LayerModule {
     const auto local = ids - rows_.start;
     const auto mine = (local >= 0).logical_and(local < rows_.length);
     const auto found = torch::embedding(tokens_, local.clamp(0, rows_.length - 1));
-    return reduced(shard_, found * mine.unsqueeze(-1).to(found.scalar_type()));
+    const auto partial = found * mine.unsqueeze(-1).to(found.scalar_type());
+    return shard_.sequence ? reduce_scatter_to_sequence(partial, *shard_.sequence)
+                           : reduced(shard_, partial);
   }
 
   int64_t offset_;
@@ -197,17 +233,16 @@ class Block final : public LayerModule {
   }
 
  private:
+  // x: [b, s, h], or the shard's part [b, s/tp, h] under sequence parallelism.
   torch::Tensor body(const torch::Tensor& x) const {
-    const auto h =
-        x + residual(attention(shared(shard_, norm(x, attention_norm_, attention_norm_bias_))),
-                     DropoutSite::attention_residual);
-    return h + residual(mlp(shared(shard_, norm(h, mlp_norm_, mlp_norm_bias_))),
-                        DropoutSite::mlp_residual);
+    const auto h = x + residual(attention(norm(x, attention_norm_, attention_norm_bias_)),
+                                DropoutSite::attention_residual);
+    return h + residual(mlp(norm(h, mlp_norm_, mlp_norm_bias_)), DropoutSite::mlp_residual);
   }
 
   // A residual branch before it is added: dropped out where the model has dropout.
   torch::Tensor residual(const torch::Tensor& branch, DropoutSite site) const {
-    return dropout_ ? dropout(branch, index_, site) : branch;
+    return dropout_ ? dropout(branch, index_, site, sequence_part(branch, shard_)) : branch;
   }
 
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight,
@@ -218,10 +253,10 @@ class Block final : public LayerModule {
   }
 
   torch::Tensor attention(const torch::Tensor& x) const {
-    const int64_t b = x.size(0);
-    const int64_t s = x.size(1);
+    const auto qkv = column_parallel(x, {qkv_}, biases(qkv_bias_), shard_)[0];
+    const int64_t b = qkv.size(0);
+    const int64_t s = qkv.size(1);  // the whole sequence, also under sequence parallelism
     const int64_t kv = kv_heads_ * head_dim_;
-    const auto qkv = runtime::linear(x, qkv_, qkv_bias_);
     const auto parts = qkv.split_with_sizes({heads_ * head_dim_, kv, kv}, -1);
     auto q = parts[0].view({b, s, heads_, head_dim_}).transpose(1, 2);
     auto k = parts[1].view({b, s, kv_heads_, head_dim_}).transpose(1, 2);
@@ -272,12 +307,13 @@ class Block final : public LayerModule {
 
   torch::Tensor mlp(const torch::Tensor& x) const {
     if (gpt_) {
-      const auto inner =
-          F::gelu(runtime::linear(x, up_, up_bias_), F::GELUFuncOptions().approximate("tanh"));
+      const auto inner = F::gelu(column_parallel(x, {up_}, {up_bias_}, shard_)[0],
+                                 F::GELUFuncOptions().approximate("tanh"));
       return row_parallel(inner, down_, down_bias_, shard_);
     }
     // SwiGLU: down(silu(gate(x)) · up(x)).
-    const auto inner = F::silu(runtime::linear(x, gate_)) * runtime::linear(x, up_);
+    const auto gate_up = column_parallel(x, {gate_, up_}, {}, shard_);
+    const auto inner = F::silu(gate_up[0]) * gate_up[1];
     return row_parallel(inner, down_, {}, shard_);
   }
 
@@ -329,7 +365,7 @@ class Head final : public LayerModule {
                                            .eps(kLayerNormEps))
                     : rms_norm(x, norm_);
     }
-    return runtime::linear(shared(shard_, normed), weight_);
+    return column_parallel(normed, {weight_}, {}, shard_)[0];
   }
 
   torch::Tensor tied_weight() override { return tied_ ? weight_ : torch::Tensor(); }

@@ -16,6 +16,7 @@
 #include "hyperpipe/model/layer.h"
 #include "hyperpipe/model/transformer_config.h"
 #include "hyperpipe/runtime/lean_ops.h"
+#include "hyperpipe/runtime/sequence_parallel.h"
 #include "hyperpipe/runtime/tensor_parallel.h"
 
 namespace hyperpipe::runtime {
@@ -40,6 +41,9 @@ struct TensorShard {
   int size = 1;
   int rank = 0;
   std::shared_ptr<const ShardAllReduce> all_reduce;
+  // With it, sequence parallelism (sequence_parallel.h): between the tensor-parallel
+  // products the layers hold the shard's part of the sequence.
+  std::shared_ptr<const SequenceShards> sequence;
   // The first row of this shard's slice of a dimension of n rows.
   int64_t first_row(int64_t n) const { return std::min(n, (n + size - 1) / size * rank); }
 };

@@ -90,7 +90,7 @@ class LayerBench {
         count_(model.layers()[index].kind() == model::LayerKind::decoder_block
                    ? std::min<int>(kProfiledBlocks, model.config().layers)
                    : 1),
-        layer_(model, index, index + count_, 0, TensorShard{tp, 0, {}}),
+        layer_(model, index, index + count_, 0, TensorShard{tp, 0, {}, {}}),
         vocabulary_slice_((model.config().vocab + tp - 1) / tp),
         device_(device) {
     layer_.to(device);

@@ -18,7 +18,11 @@ StageModule::StageModule(const model::Model& model, int first_layer, int end_lay
 }
 
 torch::Tensor StageModule::forward(torch::Tensor input) {
+  // Under sequence parallelism a stage takes its input whole and hands its output on
+  // whole: what crosses to the next stage is as without.
+  if (shard_.sequence && !holds_embedding()) input = scatter_to_sequence(input, *shard_.sequence);
   for (auto& layer : chain_) input = layer->forward(input);
+  if (shard_.sequence && !holds_head()) input = gather_from_sequence(input, *shard_.sequence);
   return input;
 }
 

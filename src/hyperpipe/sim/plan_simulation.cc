@@ -231,6 +231,9 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
   // Costed with what the plan itself settles.
   cost::CostOptions planned = given.options();
   planned.gradient_reduce_dtype = plan.gradient_reduce_dtype;
+  // Sequence parallelism where the plan runs it, or where a planner costs its candidates
+  // so (and stamps the plan it picks).
+  planned.sequence_parallel = plan.sequence_parallel || given.options().sequence_parallel;
   const cost::CostModel costs = given.with_options(planned);
   const auto& cluster = costs.cluster();
   const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
