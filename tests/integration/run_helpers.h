@@ -68,6 +68,13 @@ inline std::vector<double> metric_losses(const std::string& dir) {
   return losses;
 }
 
+// The device the multi-process runs train on: HYPERPIPE_TEST_DEVICE (scripts/gpu-check.sh
+// sets cuda where a machine has a GPU per rank), else the CPU.
+inline std::string test_device() {
+  const char* device = std::getenv("HYPERPIPE_TEST_DEVICE");
+  return device && *device ? device : "cpu";
+}
+
 inline int run_command(const std::string& command) {
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
