@@ -132,20 +132,21 @@ TEST(Memory, MixedPrecisionHoldsWhatTheCostModelCounts) {
 constexpr double kSavingTolerance = 0.15;
 
 TEST(Memory, SequenceParallelismKeepsWhatTheCostModelPredicts) {
-  const char* tp_two = R"("micro_batch_size": 4, "micro_batches": 4, "schedule": "1f1b",
-      "stages": [{"layers": [0, 3], "devices": [0, 1], "tp": 2},
-                 {"layers": [3, 6], "devices": [2, 3], "tp": 2}])";
+  // One stage (GPipe: every micro-batch in flight at the turn), so no transfer buffers,
+  // whose number in flight at the peak varies with timing, blur the comparison.
+  const char* tp_two = R"("micro_batch_size": 4, "micro_batches": 4, "schedule": "gpipe",
+      "stages": [{"layers": [0, 6], "devices": [0, 1], "tp": 2}])";
   const MeasuredRun whole = run_with("none", kMeasuredGpt, "", tp_two);
   const MeasuredRun split =
       run_with("none", kMeasuredGpt, "", std::string(R"("sequence_parallel": true, )") + tp_two);
-  ASSERT_EQ(split.measured.size(), 4u);   // a track per rank
-  ASSERT_EQ(split.predicted.size(), 2u);  // a track per device group
-  for (size_t r = 0; r < 4; ++r) {
+  ASSERT_EQ(split.measured.size(), 2u);   // a track per rank
+  ASSERT_EQ(split.predicted.size(), 1u);  // a track per device group
+  for (size_t r = 0; r < 2; ++r) {
     const size_t g = r / 2;
     EXPECT_LT(split.measured[r].activations, whole.measured[r].activations) << r;
     // What sequence parallelism saves, measured, is what the cost model says it saves
-    // (measured: 3% and 8% off), and what it keeps beyond the model is no more than the
-    // run without keeps (the transfers' buffers, the causal mask).
+    // (measured: 4.87 MB against 4.72 MB, run after run), and what it keeps beyond the
+    // model is no more than the run without keeps.
     const double saving = whole.predicted[g].activations - split.predicted[g].activations;
     EXPECT_GT(saving, 0) << g;
     EXPECT_NEAR(whole.measured[r].activations - split.measured[r].activations, saving,

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <map>
 #include <thread>
-#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -17,6 +16,7 @@
 
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/common/text_excerpt.h"
+#include "hyperpipe/runtime/torch_compat.h"
 
 namespace hyperpipe::runtime {
 namespace {
@@ -41,22 +41,15 @@ constexpr std::chrono::seconds kSlowestStart{10};
 // silent ranks: a few hundred characters).
 constexpr size_t kMaxReportChars = 500;
 
-// Gloo sums bf16 in libtorch 2.x; 1.13's fails them ("Invalid scalar type").
-constexpr bool kGlooSumsBf16 = TORCH_VERSION_MAJOR >= 2;
-
 }  // namespace
 
 bool sums_bf16_on(const torch::Device& device) {
-  return !device.is_cpu() || kGlooSumsBf16;
+  return !device.is_cpu() || compat::kGlooSumsBf16;
 }
 
 namespace {
 
-// libtorch 1.13's process groups are c10d::ProcessGroup; from 2.0 the Gloo and NCCL ones
-// are c10d::Backend (under a ProcessGroup facade). Both have the same send, recv,
-// allreduce and barrier; hold them by whichever base this libtorch has.
-using Group = std::conditional_t<std::is_base_of_v<c10d::ProcessGroup, c10d::ProcessGroupGloo>,
-                                 c10d::ProcessGroup, c10d::Backend>;
+using Group = compat::ProcessGroupBase;
 
 std::string join(const std::vector<int>& ranks) {
   return fmt::format("{}", fmt::join(ranks, ","));
