@@ -224,9 +224,7 @@ struct CheckedInputs {
 
 // The type weights and activations are held in (fp64 through the default dtype).
 torch::ScalarType weight_type(const std::string& dtype) {
-  if (dtype == "bf16") return torch::kBFloat16;
-  if (dtype == "fp16") return torch::kHalf;
-  return dtype == "fp64" ? torch::kDouble : torch::kFloat;
+  return dtype == "fp64" ? torch::kDouble : scalar_type_of(costed_dtype(dtype));
 }
 
 // What this machine's libtorch must compute and move for the run: its dtype's kernels,
