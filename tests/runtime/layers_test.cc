@@ -294,12 +294,12 @@ TEST(Layers, ShardSlicesJoinIntoTheWhole) {
 TEST(Layers, ShardsMustSplitTheHeadsEvenly) {
   const auto model = small_model(kLlama);  // 4 heads, 2 key/value heads, ffn 96
   const auto& block = model.layers()[1];
-  EXPECT_THROW(make_layer(block, model.config(), 1, {3, 0, {}}), InputError);  // heads
-  EXPECT_THROW(make_layer(block, model.config(), 1, {4, 0, {}}), InputError);  // kv_heads
-  EXPECT_NO_THROW(make_layer(block, model.config(), 1, {2, 1, {}}));
-  EXPECT_THROW(make_layer(block, model.config(), 1, {2, 2, {}}), std::invalid_argument);
+  EXPECT_THROW(make_layer(block, model.config(), 1, {3, 0, {}, {}}), InputError);  // heads
+  EXPECT_THROW(make_layer(block, model.config(), 1, {4, 0, {}, {}}), InputError);  // kv_heads
+  EXPECT_NO_THROW(make_layer(block, model.config(), 1, {2, 1, {}, {}}));
+  EXPECT_THROW(make_layer(block, model.config(), 1, {2, 2, {}, {}}), std::invalid_argument);
   // A shard holds half the attention and MLP weights and the whole norms.
-  const auto half = make_layer(block, model.config(), 1, {2, 0, {}});
+  const auto half = make_layer(block, model.config(), 1, {2, 0, {}, {}});
   auto p = half->named_parameters();
   EXPECT_EQ(p["qkv"].sizes(), (std::vector<int64_t>{(64 + 2 * 32) / 2, 64}));
   EXPECT_EQ(p["out"].sizes(), (std::vector<int64_t>{64, 32}));

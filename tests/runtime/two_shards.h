@@ -36,7 +36,8 @@ inline void on_two_shards(const std::function<void(const TensorShard&)>& work) {
                               std::make_shared<const ShardAllReduce>([&](torch::Tensor& tensor) {
                                 std::vector<torch::Tensor> sum{tensor};
                                 communicator->all_reduce_sum(sum, {0, 1});
-                              })};
+                              }),
+                              nullptr};
       work(shard);
       communicator->barrier();
     } catch (...) {
