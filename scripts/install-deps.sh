@@ -8,12 +8,15 @@ set -euo pipefail
 # that later parts build on a machine set up once. libopenblas0-openmp sits beside
 # libtorch because without it CPU training runs an order of magnitude slower. clang and its
 # runtime (libFuzzer, sanitizers) build the fuzz harnesses and the sanitizer tests.
+# iproute2 (ip, tc) builds the network lab (scripts/netlab.sh), whose runs also start
+# through Open MPI's mpirun (openmpi-bin).
 PACKAGES=(
   build-essential cmake ninja-build ccache clang-format git python3
   clang libclang-rt-14-dev clang-tidy
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libopenblas0-openmp libgloo-dev
+  iproute2 openmpi-bin
 )
 
 missing=()

@@ -72,6 +72,8 @@ TEST(Plan, ReplicasOfOtherCompositionTakeTheirOwnShare) {
              "replicas.json");
   const std::string path = write_temp_file("replicas-round-trip.json", to_json(plan).dump(2));
   EXPECT_EQ(to_json(load_plan(path)), to_json(plan));
+  // Ranks: the plan's own pipeline first, then the replica's groups in pipeline order.
+  EXPECT_EQ(devices_in_rank_order(plan), (std::vector<int>{0, 1, 2, 3, 4, 5, 12, 13}));
 }
 
 TEST(Plan, InterleavedAndHeteroSchedules) {
@@ -83,6 +85,7 @@ TEST(Plan, InterleavedAndHeteroSchedules) {
                {"layers": [8, 11], "devices": [0]}, {"layers": [11, 14], "devices": [1]}]})",
                                                             "i.json"));
   EXPECT_EQ(interleaved.ranks(), 2);
+  EXPECT_EQ(devices_in_rank_order(interleaved), (std::vector<int>{0, 1}));  // chunks share
   const Plan hetero = read_plan(YamlField::load_string(R"({
     "format": "hyperpipe.plan/1", "model": "gpt2", "cluster": "a100x8",
     "micro_batch_size": 1, "micro_batches": 8, "schedule": {"kind": "hetero-1f1b", "warmup": [4, 1]},

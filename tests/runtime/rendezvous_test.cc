@@ -81,5 +81,13 @@ TEST(Rendezvous, TheJobTokenIsReadAndMustBeLongEnough) {
   }
 }
 
+TEST(Rendezvous, TheSourceAddressIsTheOneOnTheRouteToTheStore) {
+  EXPECT_EQ(source_address_toward("127.0.0.1"), "127.0.0.1");
+  const auto local = source_address_toward("localhost").value_or("none");
+  EXPECT_TRUE(local.starts_with("127.") || local == "::1") << local;
+  // A name that cannot resolve (RFC 6761 reserves .invalid).
+  EXPECT_EQ(source_address_toward("store.invalid"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace hyperpipe::runtime

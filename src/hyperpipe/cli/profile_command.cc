@@ -31,6 +31,9 @@ struct ProfileArgs {
   std::optional<std::string> cluster;
   std::string out;
   int threads = 1;
+  // The cluster's links as its file gives them: its devices are not processes of this
+  // host's loopback (other machines, or the network lab's namespaces).
+  bool keep_cluster_links = false;
 };
 
 // The GPU types entries are written for, each with 1 / its speed: the cluster's stand-ins,
@@ -129,7 +132,10 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
   if (args.cluster && !second_gpu) {
     out << "links not measured: NCCL needs a second GPU beside " << settings.device << '\n';
   }
-  if (args.cluster && second_gpu) {
+  if (args.cluster && args.keep_cluster_links) {
+    out << "links not measured (--no-links): the cluster file's figures stay\n";
+  }
+  if (args.cluster && second_gpu && !args.keep_cluster_links) {
     // The stand-ins of an emulated cluster are processes of this host: their links are
     // the runtime's backend between two of them.
     const auto cluster_name = cluster::load_cluster(*args.cluster).name();
@@ -193,6 +199,9 @@ void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/
                       "runtime runs it (stretched to 1 / speed)");
   command->add_option("--out", args->out, "Profile database to write (merged if it exists)")
       ->required();
+  command->add_flag("--no-links", args->keep_cluster_links,
+                    "With --cluster: keep its file's link figures instead of measuring two "
+                    "processes of this host (its devices talk over a real or lab network)");
   command->add_option("--threads", args->threads, "Intra-op threads (as each training process)")
       ->default_val(1)
       ->check(CLI::PositiveNumber);

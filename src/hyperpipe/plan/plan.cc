@@ -182,6 +182,19 @@ Plan load_plan(const std::string& path) {
   return read_plan(YamlField::load_file(path));
 }
 
+std::vector<int> devices_in_rank_order(const Plan& plan) {
+  std::vector<int> devices;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    const Pipeline& pipeline = plan.pipeline(p);
+    // Stages group, group + ranks, … share the first one's devices.
+    for (int group = 0; group < pipeline.ranks(); ++group) {
+      const auto& group_devices = pipeline.stages.at(group).devices;
+      devices.insert(devices.end(), group_devices.begin(), group_devices.end());
+    }
+  }
+  return devices;
+}
+
 std::string format_devices(const std::vector<int>& devices) {
   std::vector<int> sorted = devices;
   std::sort(sorted.begin(), sorted.end());

@@ -78,6 +78,11 @@ struct Plan : Pipeline {
 Plan read_plan(const YamlField& root);
 Plan load_plan(const std::string& path);
 
+// The device of each rank of a run of the plan, rank by rank: pipeline by pipeline (the
+// plan's own first), device group by device group, each group's devices in plan order
+// (dp_index · tp + tp_index), as the runtime numbers its processes (runtime/rank_layout.h).
+std::vector<int> devices_in_rank_order(const Plan& plan);
+
 // Device ids as compact text: "0-3,8,12-15".
 std::string format_devices(const std::vector<int>& devices);
 

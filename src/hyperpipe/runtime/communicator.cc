@@ -401,13 +401,15 @@ class C10dCommunicator final : public Communicator {
     }
 #endif
     auto options = c10d::ProcessGroupGloo::Options::create(wait_limit());
-    // Loopback runs (one machine) stay on 127.0.0.1; others use the host's address
-    // (GLOO_SOCKET_IFNAME picks an interface, as with torchrun).
+    // GLOO_SOCKET_IFNAME picks an interface, as with torchrun. Without it, the address
+    // this host reaches the store's host from (127.0.0.1 on one machine): the others
+    // reach it back the same way, where the host name's address (Gloo's default) may be
+    // on another network or loopback.
     const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
     if (interface) {
       options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
-    } else if (address_ == "127.0.0.1" || address_ == "localhost") {
-      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    } else if (const auto local = source_address_toward(address_)) {
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(*local));
     } else {
       options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     }

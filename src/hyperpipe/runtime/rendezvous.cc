@@ -1,6 +1,10 @@
 #include "hyperpipe/runtime/rendezvous.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <limits>
@@ -80,6 +84,33 @@ Rendezvous rendezvous_from(const Environment& environment) {
     }
     result.token = *token;
   }
+  return result;
+}
+
+std::optional<std::string> source_address_toward(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), "9", &hints, &found) != 0) return std::nullopt;
+  std::optional<std::string> result;
+  for (const addrinfo* entry = found; entry && !result; entry = entry->ai_next) {
+    const int fd = socket(entry->ai_family, entry->ai_socktype, entry->ai_protocol);
+    if (fd < 0) continue;
+    sockaddr_storage local{};
+    socklen_t length = sizeof local;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (connect(fd, entry->ai_addr, entry->ai_addrlen) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
+      const void* address =
+          local.ss_family == AF_INET
+              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+              : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+      if (inet_ntop(local.ss_family, address, text, sizeof text)) result = text;
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
   return result;
 }
 

@@ -43,4 +43,10 @@ std::optional<std::string> process_environment(const std::string& name);
 // rank is not below the world size.
 Rendezvous rendezvous_from(const Environment& environment = process_environment);
 
+// This machine's address on the route to `host` (a name or IPv4/IPv6 address): what the
+// other ranks can reach it at when they reach `host` the same way, the address Gloo binds
+// on a multi-host run without GLOO_SOCKET_IFNAME. Nothing when `host` does not resolve or
+// no route leads there. Sends no packet (a UDP socket's connect only picks the route).
+std::optional<std::string> source_address_toward(const std::string& host);
+
 }  // namespace hyperpipe::runtime

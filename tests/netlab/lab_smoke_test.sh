@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# CI's network-lab case: tiny-gpt over two hosts in two namespaces joined by one shaped
+# 1 Gbit/s link (examples/clusters/lab-two-hosts.yaml), started torchrun-style and with
+# mpirun where it is installed. Checks each run trains (the loss falls), the prediction
+# from profiled compute and the cluster file's link figures is within a loose bound of the
+# measured iteration, and the lab leaves nothing behind. Exit 77 (skipped, with the
+# reason) where this machine cannot build namespaces.
+#   tests/netlab/lab_smoke_test.sh BUILD_DIR
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:?usage: lab_smoke_test.sh BUILD_DIR}
+hyperpipe=$build/hyperpipe
+plan=examples/plans/tiny-gpt-lab-two-hosts.json
+# Loose: CI hosts are shared and the run is short. The lab's own accuracy is measured by
+# bench/netlab_claims.sh, not asserted here.
+readonly MAX_PREDICTION_ERROR_PERCENT=30
+readonly STEPS=6
+
+status=0
+bash scripts/netlab.sh check || status=$?
+[ "$status" -eq 0 ] || exit "$status"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+namespaces_before=$(ip netns list | grep -c '^hp' || true)
+
+"$hyperpipe" profile --model examples/models/tiny-gpt.yaml --cluster examples/clusters/lab-two-hosts.yaml \
+  --microbatch 4 --no-links --out "$work/profiles.json" >"$work/profile.log"
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# check_run LOG: the loss fell and the prediction is near the measurement.
+check_run() {
+  local log=$1
+  local first last error
+  first=$(grep -o 'step 1/[0-9]*  loss [0-9.]*' "$log" | awk '{print $NF}')
+  last=$(grep -o "step $STEPS/$STEPS  loss [0-9.]*" "$log" | awk '{print $NF}')
+  [ -n "$first" ] && [ -n "$last" ] || fail "no loss in $log: $(tail -5 "$log")"
+  awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "loss $first -> $last did not fall"
+  error=$(grep -o 'Iteration: predicted .* error [-+0-9.]*%' "$log" | grep -o '[-+0-9.]*%$' | tr -d '%+')
+  [ -n "$error" ] || fail "no prediction in $log"
+  awk -v e="$error" -v m="$MAX_PREDICTION_ERROR_PERCENT" 'BEGIN { exit !(e < m && e > -m) }' ||
+    fail "predicted against measured: $error% (bound ±$MAX_PREDICTION_ERROR_PERCENT%)"
+  echo "ok: loss $first -> $last, prediction error $error%"
+}
+
+train=("$hyperpipe" train --plan "$plan" --data examples/data/corpus.txt --steps "$STEPS"
+  --profiles "$work/profiles.json")
+bash scripts/netlab.sh run --plan "$plan" --logs "$work/env" -- "${train[@]}" >"$work/env.log" 2>&1 ||
+  fail "the torchrun-style lab run failed: $(tail -20 "$work/env.log")"
+check_run "$work/env.log"
+
+command -v mpirun >/dev/null || fail "mpirun missing (scripts/install-deps.sh installs openmpi-bin)"
+bash scripts/netlab.sh run --plan "$plan" --launcher mpirun --logs "$work/mpi" -- "${train[@]}" \
+  >"$work/mpi.log" 2>&1 || fail "the mpirun lab run failed: $(tail -20 "$work/mpi.log")"
+check_run "$work/mpi.log"
+
+namespaces_after=$(ip netns list | grep -c '^hp' || true)
+[ "$namespaces_after" -eq "$namespaces_before" ] || fail "the lab left namespaces: $(ip netns list)"
