@@ -265,6 +265,32 @@ TEST(Cli, CompareReplaysThePlanWithTheMeasuredCompute) {
   EXPECT_NE(none.err.find("replay-other.json"), std::string::npos) << none.err;
 }
 
+TEST(Cli, SimulateAsABlockingFrameworkWouldRunThePlan) {
+  const std::string plan = kExamples + "/plans/tiny-gpt-3stage.json";
+  const auto iteration = [&](const std::string& p2p) {
+    const Result r = run("simulate --plan " + plan + " --format json --p2p " + p2p);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["iteration_time_s"].get<double>();
+  };
+  // The stages wait out their sends and the receivers' posts: longer than ours.
+  EXPECT_GT(iteration("blocking"), iteration("async") * 1.05);
+  // Interleaved 1F1B's neighbours send to each other in orders blocking pairs deadlock on.
+  const std::string interleaved = write_temp_file("interleaved-blocking.json", R"({
+    "format": "hyperpipe.plan/1", "model": ")" + kExamples + R"(/models/tiny-gpt.yaml",
+    "cluster": ")" + kExamples + R"(/clusters/cpu-emulated.yaml",
+    "micro_batch_size": 4, "micro_batches": 8, "schedule": {"kind": "interleaved", "chunks": 2},
+    "stages": [{"layers": [0, 2], "devices": [0]}, {"layers": [2, 3], "devices": [1]},
+               {"layers": [3, 4], "devices": [2]}, {"layers": [4, 6], "devices": [0]},
+               {"layers": [6, 7], "devices": [1]}, {"layers": [7, 8], "devices": [2]}]})");
+  const Result stuck = run("simulate --plan " + interleaved + " --p2p blocking");
+  EXPECT_EQ(stuck.exit_code, 2);
+  EXPECT_NE(stuck.err.find("a schedule whose exchanges can block without deadlock"),
+            std::string::npos)
+      << stuck.err;
+  EXPECT_EQ(run("simulate --plan " + interleaved + " --p2p async").exit_code, 0);
+  EXPECT_EQ(run("simulate --plan " + plan + " --p2p eager").exit_code, 2);  // CLI11's check
+}
+
 TEST(Cli, SimulateOnAnotherCluster) {
   // The same plan on a cluster too small for it: the plan names device 15.
   const Result r =

@@ -352,6 +352,58 @@ TEST(Simulator, ZeroBubbleKeepsWeightGradientInputsUntilW) {
   for (const auto& track : out.timeline.tracks) EXPECT_DOUBLE_EQ(track.memory.back().bytes, 0);
 }
 
+TEST(Simulator, BlockingTransfersOverASlowLinkClosedForm) {
+  // 1F1B over two stages, two micro-batches, each transfer holding the link for c > f + b.
+  // Async: rank 0 sends F0 and F1 back to back (the second queues behind the first), rank 1
+  // runs F1/BW1 as F1 arrives, so the critical path is f, three transfers, f and b twice:
+  // 2f + 3c + 2b. Blocking: rank 0 waits out its sends; its second (F1, batched with the
+  // receive of B0) starts only when rank 1 posts F1's receive after sending B0, and rank
+  // 1's F1 starts once that transfer is done: (f + c + b) three times.
+  for (const auto& [f, b, c] : {std::tuple{1.0, 2.0, 5.0}, std::tuple{0.5, 1.5, 4.0}}) {
+    ASSERT_GT(c, f + b);
+    SimInput input =
+        make_input(schedule::one_f_one_b(2, 2), {stage(f, b), stage(f, b)}, {c, 0.0, -1});
+    EXPECT_DOUBLE_EQ(simulate(input).iteration_time, 2 * f + 3 * c + 2 * b);
+    input.p2p = P2pMode::blocking;
+    const SimOutput blocked = simulate(input);
+    EXPECT_DOUBLE_EQ(blocked.iteration_time, 3 * (f + c + b));
+    // Rank 0 holds its compute through both sends' transfers and B1's: three c; B0 was
+    // in by the time rank 0 reached its receive.
+    EXPECT_DOUBLE_EQ(blocked.ranks[0].comm_wait, 3 * c);
+  }
+}
+
+TEST(Simulator, BlockingNeverBeatsAsync) {
+  // A blocked sender only ever starts later; nothing in blocking mode runs earlier.
+  std::mt19937 random(7);
+  std::uniform_real_distribution<double> cost(0.5, 3.0);
+  for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      const int S = 2 + trial % 3, m = S + trial % 4;
+      std::vector<StageCost> costs;
+      for (int i = 0; i < S; ++i) costs.push_back(stage(cost(random), cost(random)));
+      SimInput input = make_input(schedule::make_schedule(kind, S, m), costs,
+                                  {cost(random), cost(random) / 4, -1});
+      const double async = simulate(input).iteration_time;
+      input.p2p = P2pMode::blocking;
+      EXPECT_GE(simulate(input).iteration_time, async - 1e-9) << to_string(kind);
+    }
+  }
+}
+
+TEST(Simulator, BlockingWithFreeLinksKeepsTheTextbookPipeline) {
+  // Equal stages and free transfers: every receive is posted before its send, so GPipe and
+  // 1F1B take (m + S - 1)(f + b) either way. (Zero-bubble schedules do not: a sender
+  // blocks while its receiver runs W ops, where async sends would let it go on.)
+  const int S = 4, m = 8;
+  const double tf = 1, tb = 2;
+  for (const Schedule& s : {schedule::gpipe(S, m), schedule::one_f_one_b(S, m)}) {
+    SimInput input = make_input(s, std::vector<StageCost>(S, stage(tf, tb)));
+    input.p2p = P2pMode::blocking;
+    EXPECT_DOUBLE_EQ(simulate(input).iteration_time, (m + S - 1) * (tf + tb));
+  }
+}
+
 TEST(Simulator, RejectsMismatchedInput) {
   SimInput input = make_input(schedule::gpipe(3, 2), std::vector<StageCost>(3, stage(1, 1)));
   input.gradients.pop_back();

@@ -8,6 +8,7 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/simulation_report.h"
+#include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/trace/chrome_trace.h"
@@ -23,6 +24,7 @@ struct SimulateArgs {
   std::optional<std::string> trace;
   std::optional<std::string> svg;
   bool overlap_allreduce = false;
+  std::string p2p = "async";
   OutputFormat format = OutputFormat::table;
 };
 
@@ -32,7 +34,20 @@ void run_simulate(const SimulateArgs& args, std::ostream& out) {
   std::optional<cost::ProfileDb> profiles;
   if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
   const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
-  sim::PlanSimulation simulation = sim::simulate_plan(costs, plan);
+  sim::SimOptions options;
+  if (args.p2p == "blocking") options.p2p = sim::P2pMode::blocking;
+  sim::PlanSimulation simulation;
+  try {
+    simulation = sim::simulate_plan(costs, plan, options);
+  } catch (const sim::SimulationStuck& stuck) {
+    if (options.p2p != sim::P2pMode::blocking) throw;
+    // Matched blocking sends deadlock on some orders (neighbours sending to each other
+    // other than as a send-then-receive pair): such a framework could not run this plan.
+    throw InputError("--p2p", "blocking",
+                     fmt::format("a schedule whose exchanges can block without deadlock: {} "
+                                 "(use --p2p async, or another schedule)",
+                                 stuck.what()));
+  }
 
   const int64_t seq = plan.seq_len > 0 ? plan.seq_len : model.config().seq_len;
   simulation.output.timeline.title =
@@ -68,12 +83,20 @@ void add_simulate_command(CLI::App& app, std::ostream& out) {
   command->add_flag("--overlap-allreduce", args->overlap_allreduce,
                     "Start each chunk's gradient all-reduce as soon as its gradients are ready "
                     "(the plan's overlap_allreduce)");
+  command
+      ->add_option("--p2p", args->p2p,
+                   "How stages exchange activations and gradients: async (HyperPipe's runtime: "
+                   "sends overlap compute) or blocking (matched blocking send/receive pairs, as "
+                   "DeepSpeed's pipeline engine and Megatron-LM's non-overlapped 1F1B)")
+      ->check(CLI::IsMember({"async", "blocking"}))
+      ->default_val("async");
   add_format_option(*command, args->format);
   command->footer(
       "Examples:\n"
       "  hyperpipe simulate --plan examples/plans/gpt3-2.7b-4stage.json\n"
       "  hyperpipe simulate --plan plan.json --trace trace.json --svg timeline.svg\n"
-      "  hyperpipe simulate --plan plan.json --profiles measured.json --format json");
+      "  hyperpipe simulate --plan plan.json --profiles measured.json --format json\n"
+      "  hyperpipe simulate --plan plan.json --p2p blocking   # as Megatron-LM would run it");
   command->callback([args, &out] { run_simulate(*args, out); });
 }
 

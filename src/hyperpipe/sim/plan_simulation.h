@@ -16,6 +16,9 @@ namespace hyperpipe::sim {
 struct SimOptions {
   // A replay: these stages' compute as a run measured it instead of the cost model's.
   const MeasuredComputes* measured = nullptr;
+  // How the framework that runs the plan exchanges activations and gradients: ours posts
+  // them asynchronously; `blocking` predicts DeepSpeed's or Megatron-LM's pipeline.
+  P2pMode p2p = P2pMode::async;
 };
 
 struct StageReport {

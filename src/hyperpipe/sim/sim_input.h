@@ -35,6 +35,19 @@ struct TransferCost {
   int link = -1;  // transfers with the same id share one link (e.g. one Ethernet uplink)
 };
 
+// How point-to-point transfers meet the compute stream.
+enum class P2pMode {
+  // HyperPipe's runtime: sends are posted and the stage computes on while they travel;
+  // a receive waits only for its data.
+  async,
+  // DeepSpeed's pipeline engine and Megatron-LM's non-overlapped 1F1B: an exchange with a
+  // neighbour blocks the compute stream until its data has arrived, and a send starts only
+  // once the receiver has posted the matching receive. A send right before a receive in a
+  // rank's list is one batched exchange (Megatron-LM's send_forward_recv_backward): both
+  // are posted together, so neighbours that send to each other do not deadlock.
+  blocking,
+};
+
 struct SimInput {
   // Ops per rank, with communication and the epilogue (plan::schedule_for); where the
   // lists have no epilogue, the iteration ends with the last backward.
@@ -51,6 +64,7 @@ struct SimInput {
   // With several pipelines: the cross-pipeline gradient sum starts no earlier than this,
   // when every pipeline's gradients are reduced.
   double replica_barrier = 0;
+  P2pMode p2p = P2pMode::async;
 };
 
 }  // namespace hyperpipe::sim

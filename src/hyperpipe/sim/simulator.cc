@@ -18,10 +18,12 @@ using schedule::OpKind;
 
 constexpr double kUnknown = -1.0;
 
-// A message between stages: when it was sent and when it arrives.
+// A message between stages: when it was sent and when it arrives; with blocking
+// transfers, also when its receiver posted the receive.
 struct Message {
   double sent = kUnknown;
   double arrival = kUnknown;
+  double posted = kUnknown;
 };
 
 class Engine {
@@ -71,8 +73,8 @@ class Engine {
     }
     for (int r = 0; r < s_.ranks; ++r) {
       if (cursor_[r] < s_.ops[r].size()) {
-        throw std::runtime_error(fmt::format("simulation stuck: rank {} cannot run {}", r,
-                                             to_string(s_.ops[r][cursor_[r]], s_.chunks > 1)));
+        throw SimulationStuck(fmt::format("simulation stuck: rank {} cannot run {}", r,
+                                          to_string(s_.ops[r][cursor_[r]], s_.chunks > 1)));
       }
     }
     finish();
@@ -134,11 +136,31 @@ class Engine {
     }
   }
 
-  Next receive(int r, const Op& op) {
+  // The message a receive op takes in.
+  Message& received(int r, const Op& op) {
     const int stage = s_.stage_of(r, op.chunk);
-    const Message& message = op.kind == OpKind::recv_forward
-                                 ? activation_[cell(stage, op.micro_batch)]
-                                 : gradient_[cell(stage, op.micro_batch)];
+    return op.kind == OpKind::recv_forward ? activation_[cell(stage, op.micro_batch)]
+                                           : gradient_[cell(stage, op.micro_batch)];
+  }
+
+  // The rank that sends what a receive op takes in.
+  int sender_of(int r, const Op& op) const {
+    const int stage = s_.stage_of(r, op.chunk);
+    return s_.rank_of_stage(op.kind == OpKind::recv_forward ? stage - 1 : stage + 1);
+  }
+
+  // Blocking transfers: rank r posts a receive at `time`; a sender waiting for it goes on.
+  void post(int r, const Op& op, double time) {
+    Message& message = received(r, op);
+    if (message.posted != kUnknown) return;
+    message.posted = time;
+    const int sender = sender_of(r, op);
+    if (waiting_[sender]) events_.push({time, sender});
+  }
+
+  Next receive(int r, const Op& op) {
+    if (in_.p2p == P2pMode::blocking) return blocking_receive(r, op);
+    const Message& message = received(r, op);
     if (message.arrival == kUnknown) {
       waiting_[r] = true;
       return Next::wait;
@@ -151,7 +173,38 @@ class Engine {
     return Next::op;
   }
 
+  // The compute stream stops at the receive until its data is in.
+  Next blocking_receive(int r, const Op& op) {
+    post(r, op, compute_free_[r]);
+    const Message& message = received(r, op);
+    if (message.arrival == kUnknown) {
+      waiting_[r] = true;
+      return Next::wait;
+    }
+    waiting_[r] = false;
+    block_until(r, message.arrival, message.sent);
+    return Next::op;
+  }
+
+  // Rank r's compute stream is held by communication until `until`; of that, the time
+  // since the data was sent counts as waiting for a transfer, the rest as bubble.
+  void block_until(int r, double until, double sent) {
+    const double blocked = until - compute_free_[r];
+    if (blocked <= 0) return;
+    out_.ranks[r].comm_wait += std::min(blocked, until - sent);
+    compute_free_[r] = until;
+  }
+
   Next send(int r, const Op& op) {
+    if (in_.p2p == P2pMode::blocking) {
+      // A receive right after the send is posted with it (one batched exchange).
+      const auto& ops = s_.ops[r];
+      const size_t after = cursor_[r] + 1;
+      if (after < ops.size() &&
+          (ops[after].kind == OpKind::recv_forward || ops[after].kind == OpKind::recv_backward)) {
+        post(r, ops[after], compute_free_[r]);
+      }
+    }
     const int stage = s_.stage_of(r, op.chunk);
     const bool forward = op.kind == OpKind::send_forward;
     const int target_stage = forward ? stage + 1 : stage - 1;
@@ -160,16 +213,25 @@ class Engine {
                                : gradient_[cell(target_stage, op.micro_batch)];
     const int target = s_.rank_of_stage(target_stage);
     const double issued = compute_free_[r];
+    const bool blocking = in_.p2p == P2pMode::blocking;
+    if (blocking && message.posted == kUnknown) {
+      waiting_[r] = true;  // until the receiver posts (post() wakes it)
+      return Next::wait;
+    }
+    waiting_[r] = false;
     double start = std::max({issued, send_free_[r], recv_free_[target]});
+    if (blocking) start = std::max(start, message.posted);
     if (cost.link >= 0) start = std::max(start, link_free_[cost.link]);
     const double released = start + cost.occupancy;
     send_free_[r] = released;
     recv_free_[target] = released;
     if (cost.link >= 0) link_free_[cost.link] = released;
-    message = {issued, released + cost.latency};
+    message.sent = issued;
+    message.arrival = released + cost.latency;
     out_.timeline.tracks[r].communication.push_back(
         {forward ? "send F" : "send B", stage, op.micro_batch, op.chunk, start, message.arrival});
-    if (waiting_[target]) events_.push({issued, target});
+    if (waiting_[target]) events_.push({blocking ? message.arrival : issued, target});
+    if (blocking) block_until(r, message.arrival, start);
     return Next::op;
   }
 

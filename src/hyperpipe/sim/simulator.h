@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
 #include <vector>
 
 #include "hyperpipe/sim/sim_input.h"
@@ -42,8 +43,15 @@ struct SimOutput {
   size_t simulated_ops = 0;
 };
 
-// Throws std::invalid_argument if the input sizes disagree, std::runtime_error if the
-// schedule cannot finish (schedule::validate would have said so).
+// A schedule no rank can go on with: a dependency cycle (schedule::validate would have
+// said so), or blocking transfers whose sends wait for each other's receives.
+class SimulationStuck : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Throws std::invalid_argument if the input sizes disagree, SimulationStuck if the
+// schedule cannot finish.
 SimOutput simulate(const SimInput& input);
 
 }  // namespace hyperpipe::sim
