@@ -20,11 +20,12 @@ cd "$(dirname "$0")/.."
 # ctest's and automake's "skipped" status: a test that needs the lab reports a skip.
 readonly EXIT_UNAVAILABLE=77
 readonly LAYOUT_TOOL="${NETLAB_LAYOUT:-build/tests/netlab-layout}"
-# tbf's bucket must hold a whole GSO segment (64 KiB) and about a millisecond of the rate
-# (below that the shaper runs timers at every packet); its queue another 50 ms of it, so
-# TCP sees delay before it sees loss.
-readonly TBF_MIN_BURST_BYTES=$((128 * 1024))
-readonly TBF_BURST_SECONDS=0.001
+# tbf's bucket: 0.2 ms of the rate, at least two full Ethernet frames. A larger bucket lets
+# a message that fits in it pass at the veth's own speed (a 128 KiB activation through a
+# 128 KiB bucket crossed a 100 Mbit/s link in no time); larger GSO packets tbf segments
+# itself. Its queue holds another 50 ms of the rate, so TCP sees delay before loss.
+readonly TBF_MIN_BURST_BYTES=$((2 * 1514))
+readonly TBF_BURST_SECONDS=0.0002
 readonly TBF_QUEUE_SECONDS=0.05
 # How long a rank gets to stop after SIGTERM before SIGKILL (as hyperpipe launch's grace).
 readonly STOP_GRACE_SECONDS=5

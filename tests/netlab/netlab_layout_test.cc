@@ -38,13 +38,13 @@ TEST(NetlabLayout, OneNamespacePerNodeOneSubnetPerIsland) {
 
 TEST(NetlabLayout, LinksShapedToTheClusterFigures) {
   const LabLayout layout = make_lab_layout(lab_cluster(), nullptr, "7");
-  // 10 Gbit/s and 100 us on every host's veth; 200 Mbit/s and 200 us into each island.
+  // 10 Gbit/s and 100 us on every host's veth; 100 Mbit/s and 200 us into each island.
   EXPECT_DOUBLE_EQ(layout.hosts[0].link.rate_bits_per_second, 10e9);
   EXPECT_DOUBLE_EQ(layout.hosts[0].link.delay_microseconds, 100);
-  EXPECT_DOUBLE_EQ(layout.islands[0].entering.rate_bits_per_second, 200e6);
+  EXPECT_DOUBLE_EQ(layout.islands[0].entering.rate_bits_per_second, 100e6);
   EXPECT_DOUBLE_EQ(layout.islands[0].entering.delay_microseconds, 200);
   const std::string text = format_lab_layout(layout);
-  EXPECT_NE(text.find("island 1 slow hp7b1 10.213.1.1 10.213.1.0/24 200000000 200\n"),
+  EXPECT_NE(text.find("island 1 slow hp7b1 10.213.1.1 10.213.1.0/24 100000000 200\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("host 2 v0 1 hp7-h2 10.213.1.10 hp7h2 hp7s2 10000000000 100\n"),
