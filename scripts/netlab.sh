@@ -244,7 +244,10 @@ run_lab() {
       sed "s/^/[rank $rank] /" "$logs/rank-$rank.log"
     done
   fi
-  [ "$status" -eq 0 ] || say "a rank failed (exit $status); logs in $logs"
+  if [ "$status" -ne 0 ]; then
+    # Without --logs the logs (printed above) go with the lab's temporary directory.
+    if [ "$logs" = "$work" ]; then say "a rank failed (exit $status)"; else say "a rank failed (exit $status); logs in $logs"; fi
+  fi
   return "$status"
 }
 
