@@ -60,7 +60,10 @@ TEST(ExampleClusters, BuiltInNamesLoadWithoutFiles) {
     EXPECT_GT(cluster.devices().size(), 0u);
   }
   EXPECT_EQ(load_cluster("a100x8").devices().size(), 8u);
-  EXPECT_EQ(builtin_clusters().size(), 7u);
+  EXPECT_EQ(builtin_clusters().size(), 9u);
+  // The network lab's islands: 100 times slower between than inside.
+  const Cluster lab = load_cluster("lab-two-islands");
+  EXPECT_DOUBLE_EQ(lab.link_between(0, 1).bandwidth, 100 * lab.link_between(1, 2).bandwidth);
   // The far island sits behind a link 100 times slower than its own InfiniBand.
   const Cluster far = load_cluster("far-island");
   EXPECT_DOUBLE_EQ(far.link_between(0, 8).bandwidth, 100 * far.link_between(0, 16).bandwidth);
@@ -102,6 +105,58 @@ links:
   EXPECT_DOUBLE_EQ(cluster.device_memory(2), 48 * kGiB);
   EXPECT_EQ(cluster.islands().size(), 1u);  // no islands listed: one holds every node
   EXPECT_DOUBLE_EQ(cluster.link_between(0, 2).latency, 1e-3);
+}
+
+TEST(ClusterYaml, LinksCarryTheirEfficiencyAndMeasuredTable) {
+  const std::string path = write_temp_file("tabled.yaml", R"(
+gpu_types:
+  - {name: T4, reserved_memory: 600 MiB}
+nodes:
+  - {name: a, gpu: T4, count: 2}
+  - {name: b, gpu: T4, count: 1}
+links:
+  intra_node: {bandwidth: 16 GB/s, latency: 5 us, efficiency: 0.9}
+  intra_island:
+    bandwidth: 1 Gbit/s
+    latency: 200 us
+    table:
+      - {bytes: 4 KiB, one_way: 250 us, all_reduce: 600 us}
+      - {bytes: 1 MiB, one_way: 9 ms, all_reduce: 18 ms}
+)");
+  const Cluster cluster = load_cluster(path);
+  EXPECT_DOUBLE_EQ(cluster.gpu_type("T4").reserved_memory.value_or(0), 600 * kMiB);
+  EXPECT_DOUBLE_EQ(cluster.link_between(0, 1).efficiency.value_or(0), 0.9);
+  EXPECT_TRUE(cluster.link_between(0, 1).table.empty());
+  const Link between = cluster.link_between(0, 2);
+  EXPECT_FALSE(between.efficiency.has_value());
+  ASSERT_EQ(between.table.size(), 2u);
+  EXPECT_DOUBLE_EQ(between.table[1].bytes, 1 << 20);
+  EXPECT_DOUBLE_EQ(between.table[1].all_reduce, 18e-3);
+  EXPECT_TRUE(between.has_all_reduce_table());
+}
+
+TEST(LinkTable, InterpolatesInLogSizeAndExtrapolatesAtTheLastRate) {
+  const std::vector<LinkSample> table{{1000, 1.0, 3.0}, {100000, 3.0, 7.0}, {200000, 5.0, 9.0}};
+  EXPECT_DOUBLE_EQ(table_seconds(table, 10, false), 1.0);     // below: the smallest's time
+  EXPECT_DOUBLE_EQ(table_seconds(table, 1000, false), 1.0);   // on a row: its time
+  EXPECT_DOUBLE_EQ(table_seconds(table, 10000, false), 2.0);  // halfway in log size
+  EXPECT_DOUBLE_EQ(table_seconds(table, 10000, true), 5.0);
+  EXPECT_DOUBLE_EQ(table_seconds(table, 200000, false), 5.0);
+  // Past the end: 2 s per 100000 bytes, the last two rows' marginal rate.
+  EXPECT_DOUBLE_EQ(table_seconds(table, 400000, false), 9.0);
+  EXPECT_DOUBLE_EQ(table_seconds({{1000, 2.0, 0.0}}, 3000, false), 6.0);  // one row: its rate
+}
+
+TEST(LinkTable, TheSlowerLinkKeepsItsOwnTable) {
+  Link fast(10e9, 5e-6);
+  Link slow(1e9, 1e-6);
+  slow.table = {{1000, 1e-3, 0.0}};
+  slow.efficiency = 0.5;
+  const Link both = slower_link(fast, slow);
+  EXPECT_DOUBLE_EQ(both.bandwidth, 1e9);
+  EXPECT_DOUBLE_EQ(both.latency, 5e-6);  // the higher latency of the two
+  EXPECT_EQ(both.table.size(), 1u);
+  EXPECT_DOUBLE_EQ(both.efficiency.value_or(0), 0.5);
 }
 
 class BadClusterYaml : public ::testing::TestWithParam<hyperpipe::testing::BadInputCase> {};
@@ -160,7 +215,23 @@ INSTANTIATE_TEST_SUITE_P(
                      "missing required field 'memory_bandwidth'"},
         BadInputCase{"gpu_types:\n  - {name: T4, speed: 0}\n"
                      "nodes:\n  - {name: a, gpu: T4, count: 1}\nlinks: {}\n",
-                     "field 'gpu_types[0].speed': expected a positive number"}));
+                     "field 'gpu_types[0].speed': expected a positive number"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 2}\n"
+                     "links:\n  intra_node: {bandwidth: 10, latency: 1, efficiency: 1.5}\n",
+                     "field 'links.intra_node.efficiency': expected a fraction in (0, 1]"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 2}\n"
+                     "links:\n  intra_node: {bandwidth: 10, latency: 1, table: [\n"
+                     "    {bytes: 4 KiB, one_way: 1 ms}, {bytes: 4 KiB, one_way: 2 ms}]}\n",
+                     "expected a positive size larger than the row before's"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 2}\n"
+                     "links:\n  intra_node: {bandwidth: 10, latency: 1, table: [\n"
+                     "    {bytes: 4 KiB, one_way: 1 ms, all_reduce: 2 ms}, {bytes: 8 KiB, "
+                     "one_way: 2 ms}]}\n",
+                     "`all_reduce` in every row of the table or in none"},
+        BadInputCase{"nodes:\n  - {name: a, gpu: T4, count: 2}\n"
+                     "links:\n  intra_node: {bandwidth: 10, latency: 1, table: [\n"
+                     "    {bytes: 4 KiB, one_way: 0 ms}]}\n",
+                     "expected a positive time"}));
 
 TEST(LoadCluster, UnknownNameListsBuiltIns) {
   const std::string message = error_message<InputError>([] { load_cluster("nowhere"); });

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/model/catalogue.h"
 
 namespace hyperpipe::cost {
@@ -294,6 +297,39 @@ TEST(CostModel, MeasuredLinksReplaceTheClustersOwn) {
   EXPECT_DOUBLE_EQ(untouched.link_efficiency(), untouched.options().link_efficiency);
   EXPECT_DOUBLE_EQ(untouched.cluster().level_link(cluster::LinkLevel::intra_node).bandwidth,
                    cluster.level_link(cluster::LinkLevel::intra_node).bandwidth);
+}
+
+// A cluster file's link table, efficiency and reserved memory: the cost model uses the
+// table (interpolated, no efficiency on top) where a link has one, the link's efficiency
+// where it gives one, each GPU type's reserved memory where the file gives one.
+TEST(CostModel, ClusterFileLinkTablesEfficienciesAndReservedMemory) {
+  const auto model = catalogue_model("gpt2");
+  const auto cluster = round_cluster();
+  const CostModel costs(model, cluster);
+  cluster::Link tabled(1e9, 1e-3);
+  tabled.table = {{1e4, 2e-3, 5e-3}, {1e6, 6e-3, 13e-3}};
+  EXPECT_DOUBLE_EQ(costs.transfer(1e5, tabled).seconds, 4e-3);  // halfway in log size
+  // Four ranks, 1.6e6 bytes: six steps of 4e5 bytes, each half a two-rank all-reduce of
+  // 8e5 bytes, interpolated: log(80) / log(100) of the way from 5 to 13 ms.
+  const double two_rank = 5e-3 + std::log(80.0) / std::log(100.0) * 8e-3;
+  EXPECT_NEAR(costs.allreduce_time(1.6e6, 4, tabled), 6 * two_rank / 2, 1e-15);
+  cluster::Link efficient(10e9, 100e-6);
+  efficient.efficiency = 0.5;
+  EXPECT_NEAR(costs.transfer(5e8, efficient).seconds, 100e-6 + 5e8 / 5e9, 1e-12);
+  EXPECT_NEAR(costs.allreduce_time(1e9, 2, efficient), 2 * (100e-6 + 0.5e9 / 5e9), 1e-12);
+  cluster::GpuType type = cluster.gpu_type("Round");
+  EXPECT_DOUBLE_EQ(costs.reserved_memory(type), kDefaultReservedMemory);
+  type.reserved_memory = 3 * kGiB;
+  EXPECT_DOUBLE_EQ(costs.reserved_memory(type), 3 * kGiB);
+  // ... and a stage's memory counts it.
+  const auto small = cluster::read_cluster_yaml(YamlField::load_string(R"(
+    gpu_types: [{name: T4, reserved_memory: 3 GiB}]
+    nodes: [{name: a, gpu: T4, count: 1}]
+    links: {intra_node: {bandwidth: 10 GB/s, latency: 1 us}})",
+                                                                       "reserved.yaml"));
+  const CostModel on_small(model, small);
+  const DeviceGroup t4 = make_device_group(small, {0}, 1, 1);
+  EXPECT_DOUBLE_EQ(on_small.stage_memory(0, 1, t4, 1, 128, 1, Recompute::none).reserved, 3 * kGiB);
 }
 
 }  // namespace

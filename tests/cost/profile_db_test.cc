@@ -111,7 +111,9 @@ TEST(ProfileDb, LinksPerClusterRoundTripAndReplace) {
   ProfileDb db = two_points();
   db.set_links({"cpu-emulated", "gloo", {2e9, 50e-6}, {1e9, 20e-6}});
   db.set_links({"other", "nccl", {100e9, 5e-6}, {80e9, 5e-6}});
-  db.set_links({"cpu-emulated", "gloo", {3e9, 40e-6}, {1e9, 20e-6}});
+  cluster::Link measured(3e9, 40e-6);
+  measured.table = {{16384, 60e-6, 150e-6}, {1 << 20, 400e-6, 900e-6}};
+  db.set_links({"cpu-emulated", "gloo", measured, {1e9, 20e-6}});
   ASSERT_EQ(db.links().size(), 2u);
   const std::string path = write_temp_file("profiles.json", to_json(db).dump(2));
   const ProfileDb again = ProfileDb::load(path);
@@ -121,6 +123,12 @@ TEST(ProfileDb, LinksPerClusterRoundTripAndReplace) {
   EXPECT_DOUBLE_EQ(links->point_to_point.bandwidth, 3e9);
   EXPECT_DOUBLE_EQ(links->point_to_point.latency, 40e-6);
   EXPECT_DOUBLE_EQ(links->all_reduce.bandwidth, 1e9);
+  // The measured table travels with the fit it summarises.
+  ASSERT_EQ(links->point_to_point.table.size(), 2u);
+  EXPECT_DOUBLE_EQ(links->point_to_point.table[1].bytes, 1 << 20);
+  EXPECT_DOUBLE_EQ(links->point_to_point.table[1].one_way, 400e-6);
+  EXPECT_DOUBLE_EQ(links->point_to_point.table[1].all_reduce, 900e-6);
+  EXPECT_TRUE(links->all_reduce.table.empty());
   EXPECT_EQ(again.links_for("a100x8"), nullptr);
 }
 

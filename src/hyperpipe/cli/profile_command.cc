@@ -159,7 +159,15 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
     };
     out << fmt::format("  point-to-point: {}; all-reduce link: {}\n",
                        describe(links.point_to_point), describe(links.all_reduce));
-    db.set_links({cluster_name, links.backend, links.point_to_point, links.all_reduce});
+    // The table itself for the cost model to interpolate; the fits summarise it.
+    cluster::Link point_to_point = links.point_to_point;
+    for (const auto& sample : links.samples) {
+      point_to_point.table.push_back(
+          {static_cast<double>(sample.bytes), sample.point_to_point, sample.all_reduce});
+    }
+    cluster::Link all_reduce = links.all_reduce;
+    all_reduce.table = point_to_point.table;
+    db.set_links({cluster_name, links.backend, point_to_point, all_reduce});
   }
   db.set_host(host);
   write_file_atomically(args.out, cost::to_json(db).dump(2));

@@ -1,6 +1,7 @@
 #include "hyperpipe/cluster/cluster.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -113,11 +114,34 @@ Link Cluster::slowest_ring_link(const std::vector<int>& devices) const {
   Link slowest{std::numeric_limits<double>::infinity(), 0.0};
   if (devices.size() < 2) return slowest;
   for (size_t i = 0; i < devices.size(); ++i) {
-    const Link link = link_between(devices[i], devices[(i + 1) % devices.size()]);
-    slowest.bandwidth = std::min(slowest.bandwidth, link.bandwidth);
-    slowest.latency = std::max(slowest.latency, link.latency);
+    slowest = slower_link(slowest, link_between(devices[i], devices[(i + 1) % devices.size()]));
   }
   return slowest;
+}
+
+double table_seconds(const std::vector<LinkSample>& table, double bytes, bool all_reduce) {
+  const auto time = [all_reduce](const LinkSample& s) {
+    return all_reduce ? s.all_reduce : s.one_way;
+  };
+  if (bytes <= table.front().bytes) return time(table.front());
+  for (size_t i = 1; i < table.size(); ++i) {
+    if (bytes <= table[i].bytes) {
+      const double share =
+          std::log(bytes / table[i - 1].bytes) / std::log(table[i].bytes / table[i - 1].bytes);
+      return time(table[i - 1]) + share * (time(table[i]) - time(table[i - 1]));
+    }
+  }
+  if (table.size() == 1) return time(table.back()) * bytes / table.back().bytes;
+  const LinkSample& last = table.back();
+  const LinkSample& before = table[table.size() - 2];
+  const double seconds_per_byte = (time(last) - time(before)) / (last.bytes - before.bytes);
+  return time(last) + (bytes - last.bytes) * std::max(0.0, seconds_per_byte);
+}
+
+Link slower_link(const Link& a, const Link& b) {
+  Link result = b.bandwidth < a.bandwidth ? b : a;
+  result.latency = std::max(a.latency, b.latency);
+  return result;
 }
 
 }  // namespace hyperpipe::cluster

@@ -2,6 +2,7 @@
 // whose speed depends on how far apart two devices are.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,36 @@ namespace hyperpipe::cluster {
 enum class LinkLevel { intra_node, intra_island, inter_island };
 std::string_view to_string(LinkLevel level);
 
+// One message size measured on a link.
+struct LinkSample {
+  double bytes = 0;
+  double one_way = 0;     // seconds, point to point
+  double all_reduce = 0;  // seconds, over two ranks; 0 where not measured
+};
+
 struct Link {
+  Link() = default;
+  Link(double bandwidth, double latency) : bandwidth(bandwidth), latency(latency) {}
+
   double bandwidth = 0;  // bytes/s, one direction
   double latency = 0;    // seconds
+  // The share of `bandwidth` transfers reach; unset: the cost model's default.
+  std::optional<double> efficiency;
+  // Measured times by message size, ascending; the cost model prefers them to the α–β
+  // figures above (which then summarise them).
+  std::vector<LinkSample> table;
+
+  bool has_all_reduce_table() const { return !table.empty() && table.front().all_reduce > 0; }
 };
+
+// Seconds for a message of `bytes` from a link's table (one way, or the two-rank
+// all-reduce): linear in log size between the neighbouring sizes; past the largest, at the
+// last two sizes' marginal rate; below the smallest, the smallest's time (latency-bound).
+double table_seconds(const std::vector<LinkSample>& table, double bytes, bool all_reduce);
+
+// What a transfer crossing both links sees: the lower bandwidth (with that link's
+// efficiency and table) and the higher latency.
+Link slower_link(const Link& a, const Link& b);
 
 struct Node {
   std::string name;

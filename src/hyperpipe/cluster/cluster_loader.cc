@@ -20,7 +20,7 @@ double read_fraction(const YamlField& field) {
 // A `gpu_types` entry: a new type (all figures required) or changes to a known one.
 GpuType read_gpu_type(const YamlField& entry, const std::vector<GpuType>& known) {
   entry.allow_only({"name", "memory", "memory_bandwidth", "peak", "matmul_efficiency",
-                    "memory_efficiency", "speed"});
+                    "memory_efficiency", "reserved_memory", "speed"});
   const std::string name = entry.required("name").as_string();
   std::optional<GpuType> type;
   for (const auto& candidate : known) {
@@ -54,17 +54,49 @@ GpuType read_gpu_type(const YamlField& entry, const std::vector<GpuType>& known)
   }
   if (auto v = entry.optional("matmul_efficiency")) type->matmul_efficiency = read_fraction(*v);
   if (auto v = entry.optional("memory_efficiency")) type->memory_efficiency = read_fraction(*v);
+  if (auto v = entry.optional("reserved_memory")) type->reserved_memory = v->as_bytes();
   if (auto v = entry.optional("speed")) type->speed = v->as_positive_number();
   return *type;
 }
 
+// A link's measured table: message sizes ascending, each with its one-way time and, in
+// every row or none, the two-rank all-reduce's.
+std::vector<LinkSample> read_link_table(const YamlField& field) {
+  std::vector<LinkSample> table;
+  const auto rows = field.items(1);
+  for (const auto& row : rows) {
+    row.allow_only({"bytes", "one_way", "all_reduce"});
+    LinkSample sample;
+    const YamlField bytes = row.required("bytes");
+    sample.bytes = bytes.as_bytes();
+    if (sample.bytes <= 0 || (!table.empty() && sample.bytes <= table.back().bytes)) {
+      bytes.fail("a positive size larger than the row before's");
+    }
+    const YamlField one_way = row.required("one_way");
+    sample.one_way = one_way.as_duration();
+    if (sample.one_way <= 0) one_way.fail("a positive time");
+    if (row.has("all_reduce") != rows.front().has("all_reduce")) {
+      row.fail("`all_reduce` in every row of the table or in none");
+    }
+    if (auto all_reduce = row.optional("all_reduce")) {
+      sample.all_reduce = all_reduce->as_duration();
+      if (sample.all_reduce <= 0) all_reduce->fail("a positive time");
+    }
+    table.push_back(sample);
+  }
+  return table;
+}
+
 Link read_link(const YamlField& field, bool is_override) {
   if (is_override) {
-    field.allow_only({"between", "bandwidth", "latency"});
+    field.allow_only({"between", "bandwidth", "latency", "efficiency", "table"});
   } else {
-    field.allow_only({"bandwidth", "latency"});
+    field.allow_only({"bandwidth", "latency", "efficiency", "table"});
   }
-  return {field.required("bandwidth").as_bandwidth(), field.required("latency").as_duration()};
+  Link link(field.required("bandwidth").as_bandwidth(), field.required("latency").as_duration());
+  if (auto efficiency = field.optional("efficiency")) link.efficiency = read_fraction(*efficiency);
+  if (auto table = field.optional("table")) link.table = read_link_table(*table);
+  return link;
 }
 
 std::vector<Node> read_nodes(const YamlField& root, const std::vector<GpuType>& types) {

@@ -26,6 +26,9 @@ struct GpuType {
   // Fractions of the peaks reached in practice; unset means the cost model's defaults.
   std::optional<double> matmul_efficiency;
   std::optional<double> memory_efficiency;
+  // Memory the model cannot use (CUDA context, workspaces, communication buffers); unset
+  // means the cost model's default.
+  std::optional<double> reserved_memory;
   // Relative speed when a CPU process stands in for this type (runtime emulation);
   // unset for a real device.
   std::optional<double> speed;

@@ -211,8 +211,8 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
   memory.weights = params * element_bytes;
   memory.gradients = params * gradient_bytes_per_element();
   memory.optimizer = params * ((has_master ? kMasterWeightBytes : 0.0) + kAdamMomentBytes);
-  memory.reserved = options_.reserved_memory_bytes;
   const cluster::GpuType& type = cluster_.gpu_type(group.gpu_type);
+  memory.reserved = reserved_memory(type);
   const model::Workload work = workload(ceil_div(micro_batch, group.dp), seq_len, group.tp);
   double per_micro_batch = 0;
   for (int layer = first; layer < last; ++layer) {
@@ -243,9 +243,19 @@ double CostModel::link_efficiency() const {
   return measured_all_reduce_ ? 1.0 : options_.link_efficiency;
 }
 
+double CostModel::link_efficiency(const cluster::Link& link) const {
+  return measured_all_reduce_ ? 1.0 : link.efficiency.value_or(options_.link_efficiency);
+}
+
+double CostModel::reserved_memory(const cluster::GpuType& type) const {
+  return type.reserved_memory.value_or(options_.reserved_memory_bytes);
+}
+
 Transfer CostModel::transfer(double bytes, const cluster::Link& link) const {
   if (bytes <= 0 || std::isinf(link.bandwidth)) return {bytes, 0.0};
-  return {bytes, link.latency + bytes / (link.bandwidth * link_efficiency())};
+  // A measured table is what transfers reached: no efficiency on top.
+  if (!link.table.empty()) return {bytes, cluster::table_seconds(link.table, bytes, false)};
+  return {bytes, link.latency + bytes / (link.bandwidth * link_efficiency(link))};
 }
 
 Transfer CostModel::cut_transfer(int last_layer, int64_t micro_batch, int64_t seq_len,
@@ -269,7 +279,12 @@ double CostModel::allreduce_time(double bytes, int ranks, const cluster::Link& l
   const cluster::Link& used = measured_all_reduce_ ? *measured_all_reduce_ : link;
   const double steps = 2.0 * (ranks - 1);
   const double chunk = bytes / ranks;
-  return steps * (used.latency + chunk / (used.bandwidth * link_efficiency()));
+  if (used.has_all_reduce_table()) {
+    // Two ranks measured: 2 steps of half the message each, so a step of `chunk` is half
+    // the two-rank all-reduce of 2 · chunk.
+    return steps * cluster::table_seconds(used.table, 2 * chunk, true) / 2;
+  }
+  return steps * (used.latency + chunk / (used.bandwidth * link_efficiency(used)));
 }
 
 double CostModel::gradient_allreduce_time(int first, int last, const DeviceGroup& group) const {

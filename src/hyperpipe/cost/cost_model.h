@@ -90,7 +90,13 @@ class CostModel {
   // The share of a link's bandwidth that transfers reach: the options' for the links a
   // cluster file states, 1 for links measured on the cluster (they are what was reached).
   double link_efficiency() const;
-  // Point-to-point: latency + bytes / (bandwidth · link efficiency).
+  // The same for one link: its own efficiency where the cluster file gives one.
+  double link_efficiency(const cluster::Link& link) const;
+  // Memory a device of `type` cannot give to the model: the type's `reserved_memory`
+  // where the cluster file gives one, else the options'.
+  double reserved_memory(const cluster::GpuType& type) const;
+  // Point-to-point: the link's table where it has one (cluster.h), else latency + bytes /
+  // (bandwidth · link efficiency).
   Transfer transfer(double bytes, const cluster::Link& link) const;
   // The activation (or, backwards, its gradient) crossing the cut after `last_layer` from
   // one stage to the next: each sending rank ships its share over its own connection, so

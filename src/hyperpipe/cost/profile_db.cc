@@ -51,14 +51,39 @@ ProfiledTimes scaled(const ProfiledTimes& times, double factor) {
 
 cluster::Link read_link(const YamlField& parent, const char* key) {
   const YamlField link = parent.required(key);
-  link.allow_only({"latency_s", "bandwidth_bytes_per_s"});
+  link.allow_only({"latency_s", "bandwidth_bytes_per_s", "table"});
   const YamlField latency = link.required("latency_s");
   if (latency.as_number() < 0) latency.fail("a latency in seconds, 0 or more");
-  return {link.required("bandwidth_bytes_per_s").as_positive_number(), latency.as_number()};
+  cluster::Link result(link.required("bandwidth_bytes_per_s").as_positive_number(),
+                       latency.as_number());
+  if (auto table = link.optional("table")) {
+    for (const auto& row : table->items(1)) {
+      row.allow_only({"bytes", "one_way_s", "all_reduce_s"});
+      cluster::LinkSample sample;
+      sample.bytes = row.required("bytes").as_positive_number();
+      sample.one_way = row.required("one_way_s").as_positive_number();
+      sample.all_reduce = row.required("all_reduce_s").as_positive_number();
+      if (!result.table.empty() && sample.bytes <= result.table.back().bytes) {
+        row.required("bytes").fail("a size larger than the row before's");
+      }
+      result.table.push_back(sample);
+    }
+  }
+  return result;
 }
 
 nlohmann::json link_json(const cluster::Link& link) {
-  return {{"latency_s", link.latency}, {"bandwidth_bytes_per_s", link.bandwidth}};
+  nlohmann::json json{{"latency_s", link.latency}, {"bandwidth_bytes_per_s", link.bandwidth}};
+  if (!link.table.empty()) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& sample : link.table) {
+      rows.push_back({{"bytes", sample.bytes},
+                      {"one_way_s", sample.one_way},
+                      {"all_reduce_s", sample.all_reduce}});
+    }
+    json["table"] = rows;
+  }
+  return json;
 }
 
 }  // namespace

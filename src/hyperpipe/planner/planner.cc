@@ -256,7 +256,7 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
   const int devices = static_cast<int>(cluster.devices().size());
   double total_memory = 0;
   for (int d = 0; d < devices; ++d) {
-    total_memory += cluster.device_memory(d) - costs.options().reserved_memory_bytes;
+    total_memory += cluster.device_memory(d) - costs.reserved_memory(cluster.device_type(d));
   }
   if (static_bytes > total_memory) {
     return fmt::format(

@@ -16,10 +16,9 @@ cluster::Link slowest_pair_link(const cluster::Cluster& cluster, const cost::Dev
   cluster::Link slowest{std::numeric_limits<double>::infinity(), 0.0};
   const size_t pairs = std::max(from.devices.size(), to.devices.size());
   for (size_t i = 0; i < pairs; ++i) {
-    const auto link = cluster.link_between(from.devices[i % from.devices.size()],
-                                           to.devices[i % to.devices.size()]);
-    slowest.bandwidth = std::min(slowest.bandwidth, link.bandwidth);
-    slowest.latency = std::max(slowest.latency, link.latency);
+    slowest =
+        cluster::slower_link(slowest, cluster.link_between(from.devices[i % from.devices.size()],
+                                                           to.devices[i % to.devices.size()]));
   }
   return slowest;
 }
@@ -64,9 +63,8 @@ double replica_sync_time(const cost::CostModel& costs, const plan::Plan& plan,
           cluster.devices()[stage.devices.front()].node) {
         across_nodes = true;
       }
-      const auto link = cluster.link_between(stage.devices.front(), holder.devices.front());
-      slowest.bandwidth = std::min(slowest.bandwidth, link.bandwidth);
-      slowest.latency = std::max(slowest.latency, link.latency);
+      slowest = cluster::slower_link(
+          slowest, cluster.link_between(stage.devices.front(), holder.devices.front()));
     }
     if (across_nodes) lanes = 1;
     const double bytes = costs.range_params(first, end, tp) * element_bytes / lanes;
@@ -107,9 +105,7 @@ double global_norm_time(const cost::CostModel& costs, const plan::Plan& plan) {
       for (int device : pipeline.stages[r].devices) {
         ++processes;
         if (device == first_device) continue;
-        const auto link = cluster.link_between(first_device, device);
-        slowest.bandwidth = std::min(slowest.bandwidth, link.bandwidth);
-        slowest.latency = std::max(slowest.latency, link.latency);
+        slowest = cluster::slower_link(slowest, cluster.link_between(first_device, device));
       }
     }
   }
@@ -187,12 +183,15 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
     const int64_t micro_batch = pipeline.micro_batch_size;
     const auto forward = costs.cut_transfer(last_layer, micro_batch, seq, from, to, link);
     const auto backward = costs.cut_transfer(last_layer, micro_batch, seq, to, from, link);
-    const double rate = link.bandwidth * costs.link_efficiency();
+    // A transfer holds its link for its time less the link's latency.
+    const auto occupancy = [&](const cost::Transfer& t) {
+      return std::max(0.0, costs.transfer(t.bytes, link).seconds - link.latency);
+    };
     input.activations.push_back(
-        {forward.bytes / rate, forward.seconds - forward.bytes / rate, link_id(from, to)});
+        {occupancy(forward), forward.seconds - occupancy(forward), link_id(from, to)});
     result.stages[first_report + s].activation_transfer = forward.seconds;
     input.gradients.push_back(
-        {backward.bytes / rate, backward.seconds - backward.bytes / rate, link_id(to, from)});
+        {occupancy(backward), backward.seconds - occupancy(backward), link_id(to, from)});
   }
   input.tied_embedding =
       tied_embedding_time(costs, groups.front(), groups.back(),
