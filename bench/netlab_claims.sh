@@ -11,7 +11,7 @@
 #   hetero-1f1b  the same split with the planner's deeper warm-up before the slow link
 #   planner      the planner's plan (every schedule kind)
 #   uniform      layers split evenly over the four devices in cluster order
-#   bash bench/netlab_claims.sh [STEPS] [PASSES]     (about 1 minute per pass)
+#   bash bench/netlab_claims.sh [STEPS] [PASSES]  (links ~5 minutes, then ~1 minute a pass)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-16}
@@ -28,6 +28,14 @@ trap 'rm -rf "$work"' EXIT
 
 "$hyperpipe" profile --model "$model" --cluster "$cluster" --microbatch 1,2,4,8 --no-links \
   --out "$work/profiles.json" >/dev/null
+# The lab's links, measured across its hosts into the same database (a few minutes: the
+# slow link's 16 MiB messages take 1.4 s each way).
+bash scripts/netlab.sh run --cluster "$cluster" -- "$hyperpipe" profile --links --cluster "$cluster" \
+  --out "$work/profiles.json" >"$work/links.log" 2>&1 || {
+  tail -20 "$work/links.log"
+  exit 1
+}
+grep -A8 'island' "$work/links.log" | sed 's/^\[rank 0\] //'
 plan=("$hyperpipe" plan --model "$model" --cluster "$cluster" --global-batch "$GLOBAL_BATCH"
   --profiles "$work/profiles.json")
 "${plan[@]}" --out "$work/planner.json" >/dev/null

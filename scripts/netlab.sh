@@ -9,7 +9,9 @@
 #
 #   scripts/netlab.sh check                  can this machine build a lab? (0, or 77 + why)
 #   scripts/netlab.sh run --plan P [--cluster C] [--launcher env|mpirun] [--logs DIR] \
-#       [--keep-going] -- hyperpipe train --plan P --data D --steps 5 …
+#       -- hyperpipe train --plan P --data D --steps 5 …
+#   scripts/netlab.sh run --cluster C -- hyperpipe profile --links --cluster C --out P
+#                                            (no plan: one rank per device of C, in order)
 #   scripts/netlab.sh down LAB               removes a lab left behind by a killed run
 #
 # Exit status: the command's (the first failing rank's), 77 when namespaces cannot be
@@ -175,7 +177,8 @@ run_lab() {
       *) say "unknown argument '$1'"; usage ;;
     esac
   done
-  [ -n "$plan" ] && [ $# -gt 0 ] || usage
+  [ -n "$plan" ] || [ -n "$cluster" ] || usage
+  [ $# -gt 0 ] || usage
   case $launcher in env | mpirun) ;; *) say "--launcher: env or mpirun, got '$launcher'"; exit 2 ;; esac
   if [ "$launcher" = mpirun ] && ! command -v mpirun >/dev/null; then
     say "--launcher mpirun: mpirun not found (install openmpi-bin: scripts/install-deps.sh)"
@@ -192,7 +195,8 @@ run_lab() {
   logs=${logs:-$work}
   mkdir -p "$logs"
   local layout=$work/layout.txt
-  local layout_args=(--plan "$plan" --lab "$lab")
+  local layout_args=(--lab "$lab")
+  [ -n "$plan" ] && layout_args+=(--plan "$plan")
   [ -n "$cluster" ] && layout_args+=(--cluster "$cluster")
   "$LAYOUT_TOOL" "${layout_args[@]}" >"$layout" || exit 2
 

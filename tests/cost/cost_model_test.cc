@@ -272,7 +272,7 @@ TEST(CostModel, MeasuredLinksReplaceTheClustersOwn) {
   const auto cluster = cluster::load_cluster("cpu-emulated");
   ProfileDb profiles;
   const cluster::Link measured{3e9, 40e-6};
-  profiles.set_links({"cpu-emulated", "gloo", measured, {1e9, 20e-6}});
+  profiles.set_links({"cpu-emulated", "gloo", measured, {1e9, 20e-6}, {}});
   const CostModel costs(model, cluster, {}, &profiles);
   for (const auto level : {cluster::LinkLevel::intra_node, cluster::LinkLevel::intra_island,
                            cluster::LinkLevel::inter_island}) {
@@ -292,7 +292,7 @@ TEST(CostModel, MeasuredLinksReplaceTheClustersOwn) {
               1e-12);
   // Another cluster's measurement leaves this one as its file says.
   ProfileDb elsewhere;
-  elsewhere.set_links({"a100x8", "nccl", measured, measured});
+  elsewhere.set_links({"a100x8", "nccl", measured, measured, {}});
   const CostModel untouched(model, cluster, {}, &elsewhere);
   EXPECT_DOUBLE_EQ(untouched.link_efficiency(), untouched.options().link_efficiency);
   EXPECT_DOUBLE_EQ(untouched.cluster().level_link(cluster::LinkLevel::intra_node).bandwidth,
@@ -330,6 +330,28 @@ TEST(CostModel, ClusterFileLinkTablesEfficienciesAndReservedMemory) {
   const CostModel on_small(model, small);
   const DeviceGroup t4 = make_device_group(small, {0}, 1, 1);
   EXPECT_DOUBLE_EQ(on_small.stage_memory(0, 1, t4, 1, 128, 1, Recompute::none).reserved, 3 * kGiB);
+}
+
+// Links measured across the hosts (profile --links in the network lab) replace only the
+// levels measured; the others stay as the file says, efficiency and all.
+TEST(CostModel, LinksMeasuredPerLevelReplaceOnlyTheirLevels) {
+  const auto model = catalogue_model("gpt2");
+  const auto cluster = cluster::load_cluster("lab-two-islands");
+  cluster::Link inter(12e6, 300e-6);
+  inter.table = {{16384, 2e-3, 4e-3}, {1 << 20, 90e-3, 180e-3}};
+  ProfileDb profiles;
+  MeasuredLinks measured{"lab-two-islands", "gloo", {3e9, 40e-6}, {1e9, 20e-6}, {}};
+  measured.levels[cluster::LinkLevel::inter_island] = inter;
+  profiles.set_links(measured);
+  const CostModel costs(model, cluster, {}, &profiles);
+  const auto across = costs.cluster().link_between(0, 2);  // a0 to v0
+  EXPECT_DOUBLE_EQ(costs.transfer(1 << 20, across).seconds, 90e-3);
+  // Two ranks: exactly the measured two-rank all-reduce.
+  EXPECT_NEAR(costs.allreduce_time(1 << 20, 2, across), 180e-3, 1e-12);
+  const auto inside = costs.cluster().link_between(0, 1);  // a0 to a1: the file's 10 Gbit/s
+  EXPECT_DOUBLE_EQ(inside.bandwidth, cluster.link_between(0, 1).bandwidth);
+  EXPECT_NEAR(costs.transfer(1e6, inside).seconds,
+              100e-6 + 1e6 / (inside.bandwidth * kDefaultLinkEfficiency), 1e-12);
 }
 
 }  // namespace

@@ -109,12 +109,16 @@ TEST(ProfileDb, WritesWhatItReads) {
 // for the same cluster replaces the older.
 TEST(ProfileDb, LinksPerClusterRoundTripAndReplace) {
   ProfileDb db = two_points();
-  db.set_links({"cpu-emulated", "gloo", {2e9, 50e-6}, {1e9, 20e-6}});
-  db.set_links({"other", "nccl", {100e9, 5e-6}, {80e9, 5e-6}});
+  db.set_links({"cpu-emulated", "gloo", {2e9, 50e-6}, {1e9, 20e-6}, {}});
+  db.set_links({"other", "nccl", {100e9, 5e-6}, {80e9, 5e-6}, {}});
   cluster::Link measured(3e9, 40e-6);
   measured.table = {{16384, 60e-6, 150e-6}, {1 << 20, 400e-6, 900e-6}};
-  db.set_links({"cpu-emulated", "gloo", measured, {1e9, 20e-6}});
-  ASSERT_EQ(db.links().size(), 2u);
+  db.set_links({"cpu-emulated", "gloo", measured, {1e9, 20e-6}, {}});
+  cluster::Link across(12e6, 300e-6);
+  across.table = {{16384, 2e-3, 4e-3}};
+  db.set_links(
+      {"lab", "gloo", measured, {1e9, 20e-6}, {{cluster::LinkLevel::inter_island, across}}});
+  ASSERT_EQ(db.links().size(), 3u);
   const std::string path = write_temp_file("profiles.json", to_json(db).dump(2));
   const ProfileDb again = ProfileDb::load(path);
   const MeasuredLinks* links = again.links_for("cpu-emulated");
@@ -129,6 +133,11 @@ TEST(ProfileDb, LinksPerClusterRoundTripAndReplace) {
   EXPECT_DOUBLE_EQ(links->point_to_point.table[1].one_way, 400e-6);
   EXPECT_DOUBLE_EQ(links->point_to_point.table[1].all_reduce, 900e-6);
   EXPECT_TRUE(links->all_reduce.table.empty());
+  EXPECT_TRUE(links->levels.empty());
+  const MeasuredLinks* lab = again.links_for("lab");
+  ASSERT_NE(lab, nullptr);
+  ASSERT_EQ(lab->levels.size(), 1u);
+  EXPECT_DOUBLE_EQ(lab->levels.at(cluster::LinkLevel::inter_island).table.at(0).all_reduce, 4e-3);
   EXPECT_EQ(again.links_for("a100x8"), nullptr);
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CI's network-lab case: tiny-gpt over two hosts in two namespaces joined by one shaped
-# 1 Gbit/s link (examples/clusters/lab-two-hosts.yaml), started torchrun-style and with
-# mpirun where it is installed. Checks each run trains (the loss falls), the prediction
-# from profiled compute and the cluster file's link figures is within a loose bound of the
-# measured iteration, and the lab leaves nothing behind. Exit 77 (skipped, with the
+# 1 Gbit/s link (examples/clusters/lab-two-hosts.yaml). Measures that link across the lab
+# (`profile --links`), then trains started torchrun-style and through mpirun. Checks each
+# run trains (the loss falls), the prediction from profiled compute and the measured link
+# table is within a loose bound of the measured iteration, and the lab leaves nothing
+# behind. Exit 77 (skipped, with the
 # reason) where this machine cannot build namespaces.
 #   tests/netlab/lab_smoke_test.sh BUILD_DIR
 set -euo pipefail
@@ -31,6 +32,13 @@ fail() {
   echo "FAIL: $*" >&2
   exit 1
 }
+
+# The link between the two hosts, measured across the lab into the same database: the
+# prediction below then interpolates the lab's own table.
+bash scripts/netlab.sh run --cluster examples/clusters/lab-two-hosts.yaml -- "$hyperpipe" profile \
+  --links --cluster examples/clusters/lab-two-hosts.yaml --out "$work/profiles.json" \
+  >"$work/links.log" 2>&1 || fail "profile --links across the lab failed: $(tail -20 "$work/links.log")"
+grep -q 'inter_island' "$work/links.log" || fail "no inter-island link measured: $(cat "$work/links.log")"
 
 # check_run LOG: the loss fell and the prediction is near the measurement.
 check_run() {

@@ -92,9 +92,17 @@ LabLayout make_lab_layout(const cluster::Cluster& cluster, const plan::Plan* pla
     if (crosses_nodes) host.link = shaping_of(cluster.level_link(cluster::LinkLevel::intra_island));
     layout.hosts.push_back(host);
   }
+  // Without a plan, one rank per device of the cluster in device order (as a run of
+  // `profile --links` starts them).
+  std::vector<int> devices;
   if (plan) {
+    devices = plan::devices_in_rank_order(*plan);
+  } else {
+    for (int d = 0; d < static_cast<int>(cluster.devices().size()); ++d) devices.push_back(d);
+  }
+  {
     std::vector<int> ranks_on_host(layout.hosts.size(), 0);
-    for (int device : plan::devices_in_rank_order(*plan)) {
+    for (int device : devices) {
       if (device < 0 || device >= static_cast<int>(cluster.devices().size())) {
         throw InputError("plan", "stages.devices",
                          fmt::format("devices of cluster '{}' (0-{}), got {}", cluster.name(),

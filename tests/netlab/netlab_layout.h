@@ -59,13 +59,13 @@ struct LabLayout {
   std::string switch_netns;
   std::vector<LabIsland> islands;
   std::vector<LabHost> hosts;
-  std::vector<LabRank> ranks;  // with a plan: rank by rank
+  std::vector<LabRank> ranks;  // rank by rank: the plan's, or else one per device
 };
 
-// The layout of `cluster`, names made from `lab` (1-6 characters of [a-z0-9]); with a
-// plan, where each of its ranks runs. Throws InputError (source: the cluster's name) for
-// what the lab cannot shape: link overrides between nodes or islands, more islands or
-// hosts than the address range holds.
+// The layout of `cluster`, names made from `lab` (1-6 characters of [a-z0-9]), and where
+// each rank runs: the plan's ranks, or without a plan one rank per device in order. Throws
+// InputError (source: the cluster's name) for what the lab cannot shape: link overrides between
+// nodes or islands, more islands or hosts than the address range holds.
 LabLayout make_lab_layout(const cluster::Cluster& cluster, const plan::Plan* plan,
                           const std::string& lab);
 

@@ -33,7 +33,9 @@ TEST(NetlabLayout, OneNamespacePerNodeOneSubnetPerIsland) {
   EXPECT_EQ(layout.hosts[3].netns, "hp42-h3");
   EXPECT_EQ(layout.hosts[3].host_veth, "hp42h3");
   EXPECT_EQ(layout.hosts[3].switch_veth, "hp42s3");
-  EXPECT_TRUE(layout.ranks.empty());
+  // Without a plan, one rank per device: the four hosts' single devices in order.
+  ASSERT_EQ(layout.ranks.size(), 4u);
+  EXPECT_EQ(layout.ranks[2].host, 2);
 }
 
 TEST(NetlabLayout, LinksShapedToTheClusterFigures) {

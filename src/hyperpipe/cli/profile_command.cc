@@ -17,6 +17,7 @@
 #include "hyperpipe/runtime/host_memory.h"
 #include "hyperpipe/runtime/link_profiler.h"
 #include "hyperpipe/runtime/profiler.h"
+#include "hyperpipe/runtime/rendezvous.h"
 
 namespace hyperpipe::cli {
 namespace {
@@ -34,6 +35,8 @@ struct ProfileArgs {
   // The cluster's links as its file gives them: its devices are not processes of this
   // host's loopback (other machines, or the network lab's namespaces).
   bool keep_cluster_links = false;
+  // Only the links, across the hosts of a launcher's run (run_link_profile).
+  bool links_only = false;
 };
 
 // The GPU types entries are written for, each with 1 / its speed: the cluster's stand-ins,
@@ -81,7 +84,77 @@ torch::Device profiled_device(const std::string& name) {
   return {torch::kCUDA, static_cast<c10::DeviceIndex>(index)};
 }
 
+// The measured times as a table, then their fits.
+void print_link_profile(const runtime::LinkProfile& links, std::ostream& out) {
+  Table table({">Bytes", ">One way", ">All-reduce (2 ranks)"});
+  for (const auto& sample : links.samples) {
+    table.add_row({std::to_string(sample.bytes),
+                   fmt::format("{:.3f} ms", sample.point_to_point * 1e3),
+                   fmt::format("{:.3f} ms", sample.all_reduce * 1e3)});
+  }
+  table.print(out, "  ");
+  const auto describe = [](const cluster::Link& link) {
+    return fmt::format("{:.1f} us + bytes / {:.3f} GB/s", link.latency * 1e6, link.bandwidth / 1e9);
+  };
+  out << fmt::format("  point-to-point: {}; all-reduce link: {}\n", describe(links.point_to_point),
+                     describe(links.all_reduce));
+}
+
+// The point-to-point fit with the table itself, for the cost model to interpolate.
+cluster::Link tabled_link(const runtime::LinkProfile& links) {
+  cluster::Link link = links.point_to_point;
+  for (const auto& sample : links.samples) {
+    link.table.push_back(
+        {static_cast<double>(sample.bytes), sample.point_to_point, sample.all_reduce});
+  }
+  return link;
+}
+
+// `profile --links` under a launcher: one process per device of the cluster on its own
+// host (a real cluster, or the network lab), device 0 against one device at each
+// distance; rank 0 files each level's table under the cluster.
+void run_link_profile(const ProfileArgs& args, std::ostream& out) {
+  if (!args.cluster) throw InputError("--links", "the cluster", "--cluster with --links");
+  const auto cluster = cluster::load_cluster(*args.cluster);
+  const runtime::Rendezvous rendezvous = runtime::rendezvous_from();
+  if (rendezvous.world_size < 2) {
+    throw InputError("--links", "the launcher",
+                     "a launcher's processes, one per device of the cluster on its host "
+                     "(torchrun, mpirun, srun or scripts/netlab.sh); `profile --cluster` alone "
+                     "measures two processes of this host");
+  }
+  runtime::LinkProfileSettings settings;
+  settings.device = profiled_device(args.device);
+  cost::ProfileDb db;
+  if (rendezvous.rank == 0 && std::filesystem::exists(args.out)) {
+    db = cost::ProfileDb::load(args.out);
+  }
+  const auto levels = runtime::profile_links_across(rendezvous, cluster, settings);
+  if (rendezvous.rank != 0) return;
+  if (levels.empty())
+    throw InputError("--cluster", *args.cluster, "a cluster of two devices or more");
+  cost::MeasuredLinks measured{cluster.name(),
+                               levels.begin()->second.backend,
+                               tabled_link(levels.begin()->second),
+                               levels.begin()->second.all_reduce,
+                               {}};
+  for (const auto& [level, links] : levels) {
+    out << fmt::format("{} (device 0 and the first device {} from it)\n", to_string(level),
+                       level == cluster::LinkLevel::intra_node ? "in its node" : "that far");
+    print_link_profile(links, out);
+    measured.levels[level] = tabled_link(links);
+  }
+  db.set_links(measured);
+  write_file_atomically(args.out, cost::to_json(db).dump(2));
+  out << fmt::format("\n{} link level(s) of {} written to {}\n", levels.size(), cluster.name(),
+                     args.out);
+}
+
 void run_profile(const ProfileArgs& args, std::ostream& out) {
+  if (args.links_only) {
+    run_link_profile(args, out);
+    return;
+  }
   const model::Model model = model::load_model(args.model);
   const auto types = targets(args);  // checked before measuring anything
   cost::ProfileDb db;
@@ -146,28 +219,11 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
     link_settings.port = launch::free_port();
     link_settings.device = settings.device;
     const auto links = runtime::profile_links(link_settings);
-    Table table({">Bytes", ">One way", ">All-reduce (2 ranks)"});
-    for (const auto& sample : links.samples) {
-      table.add_row({std::to_string(sample.bytes),
-                     fmt::format("{:.3f} ms", sample.point_to_point * 1e3),
-                     fmt::format("{:.3f} ms", sample.all_reduce * 1e3)});
-    }
-    table.print(out, "  ");
-    const auto describe = [](const cluster::Link& link) {
-      return fmt::format("{:.1f} us + bytes / {:.2f} GB/s", link.latency * 1e6,
-                         link.bandwidth / 1e9);
-    };
-    out << fmt::format("  point-to-point: {}; all-reduce link: {}\n",
-                       describe(links.point_to_point), describe(links.all_reduce));
-    // The table itself for the cost model to interpolate; the fits summarise it.
-    cluster::Link point_to_point = links.point_to_point;
-    for (const auto& sample : links.samples) {
-      point_to_point.table.push_back(
-          {static_cast<double>(sample.bytes), sample.point_to_point, sample.all_reduce});
-    }
+    print_link_profile(links, out);
+    const cluster::Link point_to_point = tabled_link(links);
     cluster::Link all_reduce = links.all_reduce;
     all_reduce.table = point_to_point.table;
-    db.set_links({cluster_name, links.backend, point_to_point, all_reduce});
+    db.set_links({cluster_name, links.backend, point_to_point, all_reduce, {}});
   }
   db.set_host(host);
   write_file_atomically(args.out, cost::to_json(db).dump(2));
@@ -207,6 +263,10 @@ void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/
                       "runtime runs it (stretched to 1 / speed)");
   command->add_option("--out", args->out, "Profile database to write (merged if it exists)")
       ->required();
+  command->add_flag("--links", args->links_only,
+                    "Only the links of --cluster, measured across its hosts: start one process "
+                    "per device with a launcher (e.g. scripts/netlab.sh run --cluster C -- "
+                    "hyperpipe profile --links --cluster C --out P)");
   command->add_flag("--no-links", args->keep_cluster_links,
                     "With --cluster: keep its file's link figures instead of measuring two "
                     "processes of this host (its devices talk over a real or lab network)");

@@ -67,7 +67,9 @@ CostModel::CostModel(const model::Model& model, const cluster::Cluster& cluster,
       options_(options),
       profiles_(profiles) {
   if (const MeasuredLinks* measured = profiles ? profiles->links_for(cluster.name()) : nullptr) {
-    measured_all_reduce_ = measured->all_reduce;
+    // Across hosts each level's table carries its own all-reduces; two local processes
+    // stand for every level.
+    if (measured->levels.empty()) measured_all_reduce_ = measured->all_reduce;
   }
 }
 

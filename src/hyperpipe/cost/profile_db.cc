@@ -159,9 +159,21 @@ ProfileDb ProfileDb::read(const YamlField& root) {
   }
   if (auto links = root.optional("links")) {
     for (const auto& item : links->items()) {
-      item.allow_only({"cluster", "backend", "point_to_point", "all_reduce"});
-      db.set_links({item.required("cluster").as_string(), item.required("backend").as_string(),
-                    read_link(item, "point_to_point"), read_link(item, "all_reduce")});
+      item.allow_only({"cluster", "backend", "point_to_point", "all_reduce", "levels"});
+      MeasuredLinks measured{item.required("cluster").as_string(),
+                             item.required("backend").as_string(),
+                             read_link(item, "point_to_point"),
+                             read_link(item, "all_reduce"),
+                             {}};
+      if (auto levels = item.optional("levels")) {
+        levels->allow_only({"intra_node", "intra_island", "inter_island"});
+        for (const auto level : {cluster::LinkLevel::intra_node, cluster::LinkLevel::intra_island,
+                                 cluster::LinkLevel::inter_island}) {
+          const std::string key(cluster::to_string(level));
+          if (levels->has(key)) measured.levels[level] = read_link(*levels, key.c_str());
+        }
+      }
+      db.set_links(measured);
     }
   }
   return db;
@@ -222,6 +234,13 @@ nlohmann::json to_json(const ProfileDb& db) {
                        {"backend", l.backend},
                        {"point_to_point", link_json(l.point_to_point)},
                        {"all_reduce", link_json(l.all_reduce)}});
+      if (!l.levels.empty()) {
+        nlohmann::json levels = nlohmann::json::object();
+        for (const auto& [level, link] : l.levels) {
+          levels[std::string(cluster::to_string(level))] = link_json(link);
+        }
+        links.back()["levels"] = levels;
+      }
     }
     doc["links"] = links;
   }

@@ -51,6 +51,10 @@ struct MeasuredLinks {
   // What a link must be for the cost model's ring all-reduce over two ranks
   // (2 · latency + bytes / bandwidth) to take the measured time.
   cluster::Link all_reduce;
+  // Measured across the cluster's own hosts (`profile --links` under a launcher): each
+  // level's link between two of its devices, its table holding both columns. These replace
+  // only their levels; without them the two processes above stand for every level.
+  std::map<cluster::LinkLevel, cluster::Link> levels;
 };
 
 struct ProfileEntry {

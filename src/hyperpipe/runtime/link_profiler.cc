@@ -1,11 +1,14 @@
 #include "hyperpipe/runtime/link_profiler.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <exception>
 #include <limits>
 #include <thread>
 
+#include "hyperpipe/common/error.h"
 #include "hyperpipe/runtime/communicator.h"
 #include "hyperpipe/runtime/rendezvous.h"
 #include "hyperpipe/runtime/timing.h"
@@ -16,7 +19,57 @@ namespace {
 constexpr std::chrono::seconds kMeetTimeout{60};
 constexpr int kRanks = 2;
 
-// One rank's part; rank 0 fills `samples`.
+// Ranks `first` and `second` of `communicator` measure the link between them (`first`
+// fills `samples`); every other rank only keeps step with them (the barriers are the
+// world's).
+void measure_pair(Communicator& communicator, int rank, int first, int second,
+                  const LinkProfileSettings& settings, torch::Device device,
+                  std::vector<LinkSample>& samples) {
+  const bool measuring = rank == first || rank == second;
+  const int peer = rank == first ? second : first;
+  const std::vector<int> both{first, second};
+  const auto sync = [&] {
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  };
+  for (const int64_t bytes : settings.sizes) {
+    torch::Tensor tensor;
+    if (measuring) {
+      tensor = torch::ones({bytes / static_cast<int64_t>(sizeof(float))},
+                           torch::TensorOptions().device(device));
+    }
+    std::vector<double> one_way, summed;
+    for (int run = 0; run < settings.warmup + settings.repeats; ++run) {
+      communicator.barrier();
+      if (!measuring) {
+        communicator.barrier();
+        continue;
+      }
+      const auto start = std::chrono::steady_clock::now();
+      if (rank == first) {
+        communicator.send(tensor, peer, run, "the link probe")->wait();
+        communicator.recv(tensor, peer, run, "the link probe")->wait();
+      } else {
+        communicator.recv(tensor, peer, run, "the link probe")->wait();
+        communicator.send(tensor, peer, run, "the link probe")->wait();
+      }
+      sync();
+      const double round_trip = seconds_since(start);
+      communicator.barrier();
+      std::vector<torch::Tensor> buffer{tensor};
+      const auto reduce_start = std::chrono::steady_clock::now();
+      communicator.all_reduce_sum(buffer, both);
+      sync();
+      const double reduce = seconds_since(reduce_start);
+      if (run < settings.warmup) continue;
+      one_way.push_back(round_trip / 2);
+      summed.push_back(reduce);
+    }
+    if (rank == first) samples.push_back({bytes, mean(one_way), mean(summed)});
+  }
+  communicator.barrier();
+}
+
+// One rank's part of the two-thread measurement; rank 0 fills `samples`.
 void run_rank(int rank, const LinkProfileSettings& settings, std::vector<LinkSample>& samples) {
   Rendezvous rendezvous;
   rendezvous.rank = rank;
@@ -28,40 +81,23 @@ void run_rank(int rank, const LinkProfileSettings& settings, std::vector<LinkSam
                                    ? torch::Device(torch::kCUDA, settings.device.index() + rank)
                                    : settings.device;
   const auto communicator = connect(rendezvous, device, kMeetTimeout);
-  const int peer = 1 - rank;
-  const std::vector<int> both{0, 1};
-  const auto sync = [&] {
-    if (device.is_cuda()) torch::cuda::synchronize(device.index());
-  };
-  for (const int64_t bytes : settings.sizes) {
-    auto tensor = torch::ones({bytes / static_cast<int64_t>(sizeof(float))},
-                              torch::TensorOptions().device(device));
-    std::vector<double> one_way, summed;
-    for (int run = 0; run < settings.warmup + settings.repeats; ++run) {
-      communicator->barrier();
-      const auto start = std::chrono::steady_clock::now();
-      if (rank == 0) {
-        communicator->send(tensor, peer, run, "the link probe")->wait();
-        communicator->recv(tensor, peer, run, "the link probe")->wait();
-      } else {
-        communicator->recv(tensor, peer, run, "the link probe")->wait();
-        communicator->send(tensor, peer, run, "the link probe")->wait();
-      }
-      sync();
-      const double round_trip = seconds_since(start);
-      communicator->barrier();
-      std::vector<torch::Tensor> buffer{tensor};
-      const auto reduce_start = std::chrono::steady_clock::now();
-      communicator->all_reduce_sum(buffer, both);
-      sync();
-      const double reduce = seconds_since(reduce_start);
-      if (run < settings.warmup) continue;
-      one_way.push_back(round_trip / 2);
-      summed.push_back(reduce);
-    }
-    if (rank == 0) samples.push_back({bytes, mean(one_way), mean(summed)});
+  measure_pair(*communicator, rank, 0, 1, settings, device, samples);
+}
+
+// The profile of measured samples: the table and its fits.
+LinkProfile profile_of(const std::vector<LinkSample>& samples, torch::Device device) {
+  LinkProfile profile;
+  profile.backend = device.is_cuda() ? "nccl" : "gloo";
+  profile.samples = samples;
+  std::vector<std::pair<double, double>> one_way, summed;
+  for (const auto& s : samples) {
+    one_way.emplace_back(static_cast<double>(s.bytes), s.point_to_point);
+    summed.emplace_back(static_cast<double>(s.bytes), s.all_reduce);
   }
-  communicator->barrier();
+  profile.point_to_point = fit_link(one_way);
+  profile.all_reduce = fit_link(summed);
+  profile.all_reduce.latency /= 2;  // a two-rank ring: two steps, each one latency
+  return profile;
 }
 
 }  // namespace
@@ -106,18 +142,37 @@ LinkProfile profile_links(const LinkProfileSettings& settings) {
   for (const auto& failure : failures) {
     if (failure) std::rethrow_exception(failure);
   }
-  LinkProfile profile;
-  profile.backend = settings.device.is_cuda() ? "nccl" : "gloo";
-  profile.samples = samples;
-  std::vector<std::pair<double, double>> one_way, summed;
-  for (const auto& s : samples) {
-    one_way.emplace_back(static_cast<double>(s.bytes), s.point_to_point);
-    summed.emplace_back(static_cast<double>(s.bytes), s.all_reduce);
+  return profile_of(samples, settings.device);
+}
+
+std::map<cluster::LinkLevel, LinkProfile> profile_links_across(
+    const Rendezvous& rendezvous, const cluster::Cluster& cluster,
+    const LinkProfileSettings& settings) {
+  const int devices = static_cast<int>(cluster.devices().size());
+  if (rendezvous.world_size != devices) {
+    throw InputError("--cluster", cluster.name(),
+                     fmt::format("one process per device ({}), as a run of it starts them; the "
+                                 "launcher started {}",
+                                 devices, rendezvous.world_size));
   }
-  profile.point_to_point = fit_link(one_way);
-  profile.all_reduce = fit_link(summed);
-  profile.all_reduce.latency /= 2;  // a two-rank ring: two steps, each one latency
-  return profile;
+  const torch::Device device = settings.device.is_cuda()
+                                   ? torch::Device(torch::kCUDA, rendezvous.local_rank)
+                                   : settings.device;
+  const auto communicator = connect(rendezvous, device, kMeetTimeout);
+  std::map<cluster::LinkLevel, LinkProfile> result;
+  for (const auto level : {cluster::LinkLevel::intra_node, cluster::LinkLevel::intra_island,
+                           cluster::LinkLevel::inter_island}) {
+    // Device 0 and the first device at this distance from it, every rank in step.
+    int partner = -1;
+    for (int d = 1; d < devices && partner < 0; ++d) {
+      if (cluster.level_between(0, d) == level) partner = d;
+    }
+    if (partner < 0) continue;
+    std::vector<LinkSample> samples;
+    measure_pair(*communicator, rendezvous.rank, 0, partner, settings, device, samples);
+    if (rendezvous.rank == 0) result[level] = profile_of(samples, device);
+  }
+  return result;
 }
 
 }  // namespace hyperpipe::runtime

@@ -7,10 +7,12 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "hyperpipe/cluster/cluster.h"
+#include "hyperpipe/runtime/rendezvous.h"
 
 namespace hyperpipe::runtime {
 
@@ -47,6 +49,15 @@ struct LinkProfile {
 
 // Throws CommunicationError if the two ranks cannot meet.
 LinkProfile profile_links(const LinkProfileSettings& settings);
+
+// Across the hosts of a run (one process per device of `cluster`, rank r on device r, as
+// `rendezvous` says): device 0 against the first device at each distance (inside its
+// node, its island, across islands), one pair at a time while the others wait. Rank 0
+// gets each level's profile, the other ranks nothing. `settings.port` is unused (the
+// rendezvous's). Throws InputError when the run's size is not the cluster's.
+std::map<cluster::LinkLevel, LinkProfile> profile_links_across(const Rendezvous& rendezvous,
+                                                               const cluster::Cluster& cluster,
+                                                               const LinkProfileSettings& settings);
 
 // Least squares of seconds = latency + bytes / bandwidth (latency at least 0).
 cluster::Link fit_link(const std::vector<std::pair<double, double>>& bytes_and_seconds);
