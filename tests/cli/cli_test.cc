@@ -291,6 +291,18 @@ TEST(Cli, SimulateAsABlockingFrameworkWouldRunThePlan) {
   EXPECT_EQ(run("simulate --plan " + plan + " --p2p eager").exit_code, 2);  // CLI11's check
 }
 
+#ifdef HYPERPIPE_WORKER_BINARY
+TEST(Cli, ProfileLinksNeedsALaunchersProcesses) {
+  // Alone, `profile --links` would measure nothing across hosts: it says how to start it.
+  const Result r = run("profile --links --cluster lab-two-hosts --out " +
+                       hyperpipe::testing::temp_path("links.json"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("a launcher's processes, one per device of the cluster"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(run("profile --links --out x.json").exit_code, 2);  // no cluster
+}
+#endif
+
 TEST(Cli, SimulateOnAnotherCluster) {
   // The same plan on a cluster too small for it: the plan names device 15.
   const Result r =
