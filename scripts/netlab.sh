@@ -192,18 +192,18 @@ run_lab() {
   local lab=$(($$ % 100000))
   local work
   work=$(mktemp -d)
-  logs=${logs:-$work}
-  mkdir -p "$logs"
-  local layout=$work/layout.txt
-  local layout_args=(--lab "$lab")
-  [ -n "$plan" ] && layout_args+=(--plan "$plan")
-  [ -n "$cluster" ] && layout_args+=(--cluster "$cluster")
-  "$LAYOUT_TOOL" "${layout_args[@]}" >"$layout" || exit 2
-
   RANK_PIDS=()
   trap 'teardown '"$lab"'; rm -rf '"$work"'' EXIT
   trap 'say "stopped"; exit 130' INT
   trap 'say "stopped"; exit 143' TERM
+  logs=${logs:-$work}
+  mkdir -p "$logs"
+  local layout=$work/layout.txt
+  local layout_args=(--lab "$lab")
+  if [ -n "$plan" ]; then layout_args+=(--plan "$plan"); fi
+  if [ -n "$cluster" ]; then layout_args+=(--cluster "$cluster"); fi
+  "$LAYOUT_TOOL" "${layout_args[@]}" >"$layout" || exit 2
+
   NETEM=0
   if have_netem; then NETEM=1; else say "no sch_netem in this kernel: links shaped in bandwidth only, latency is the veths' own"; fi
   build_lab "$layout"

@@ -1,7 +1,8 @@
-// Measures the links between processes of this host through the runtime's own c10d
-// backend (Gloo on CPU, NCCL between two GPUs): point-to-point one way (half a ping-pong)
-// and a sum over two ranks, each at several sizes, fitted to latency + bytes / bandwidth.
-// Two ranks run as two threads of this process, as two training processes would meet.
+// Measures links through the runtime's own c10d backend (Gloo on CPU, NCCL between two
+// GPUs): point-to-point one way (half a ping-pong) and a sum over two ranks, each at
+// several sizes, kept as a table and fitted to latency + bytes / bandwidth. Between two
+// processes of this host (two threads of this process, as two training processes would
+// meet), or across the hosts of a launcher's run, one pair per link level.
 #pragma once
 
 #include <torch/torch.h>
