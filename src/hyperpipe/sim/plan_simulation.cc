@@ -187,11 +187,11 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
     const auto occupancy = [&](const cost::Transfer& t) {
       return std::max(0.0, costs.transfer(t.bytes, link).seconds - link.latency);
     };
-    input.activations.push_back(
-        {occupancy(forward), forward.seconds - occupancy(forward), link_id(from, to)});
+    const double forward_held = occupancy(forward);
+    const double backward_held = occupancy(backward);
+    input.activations.push_back({forward_held, forward.seconds - forward_held, link_id(from, to)});
     result.stages[first_report + s].activation_transfer = forward.seconds;
-    input.gradients.push_back(
-        {occupancy(backward), backward.seconds - occupancy(backward), link_id(to, from)});
+    input.gradients.push_back({backward_held, backward.seconds - backward_held, link_id(to, from)});
   }
   input.tied_embedding =
       tied_embedding_time(costs, groups.front(), groups.back(),
