@@ -11,7 +11,7 @@
 #   hetero-1f1b  the same split with the planner's deeper warm-up before the slow link
 #   planner      the planner's plan (every schedule kind)
 #   uniform      layers split evenly over the four devices in cluster order
-#   bash bench/netlab_claims.sh [STEPS] [PASSES]  (links ~5 minutes, then ~1 minute a pass)
+#   bash bench/netlab_claims.sh [STEPS] [PASSES]  (about 2 minutes a pass)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-16}
@@ -28,14 +28,14 @@ trap 'rm -rf "$work"' EXIT
 
 "$hyperpipe" profile --model "$model" --cluster "$cluster" --microbatch 1,2,4,8 --no-links \
   --out "$work/profiles.json" >/dev/null
-# The lab's links, measured across its hosts into the same database (a few minutes: the
-# slow link's 16 MiB messages take 1.4 s each way).
+# The lab's links, measured across its hosts into the same database (some 15 s: the slow
+# link's ladder stops at 4 MiB, 0.35 s each way).
 bash scripts/netlab.sh run --cluster "$cluster" -- "$hyperpipe" profile --links --cluster "$cluster" \
   --out "$work/profiles.json" >"$work/links.log" 2>&1 || {
   tail -20 "$work/links.log"
   exit 1
 }
-grep -A8 'island' "$work/links.log" | sed 's/^\[rank 0\] //'
+grep -A11 'island' "$work/links.log" | sed 's/^\[rank 0\] //'
 plan=("$hyperpipe" plan --model "$model" --cluster "$cluster" --global-batch "$GLOBAL_BATCH"
   --profiles "$work/profiles.json")
 "${plan[@]}" --out "$work/planner.json" >/dev/null
@@ -66,6 +66,12 @@ printf '%-12s %-28s %12s %12s %8s %8s\n' plan stages predicted measured error re
 for ((pass = 0; pass < passes; ++pass)); do
   for name in contiguous alternating 1f1b hetero-1f1b planner uniform; do
     log=$work/$name.log
+    # The compute of this run's micro-batch size profiled just before it, as in
+    # bench/accuracy.sh: this host's speed drifts by 10-30% over minutes.
+    micro=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["micro_batch_size"])' \
+      "$work/$name.json")
+    "$hyperpipe" profile --model "$model" --cluster "$cluster" --microbatch "$micro" --no-links \
+      --out "$work/profiles.json" >/dev/null
     bash scripts/netlab.sh run --plan "$work/$name.json" -- "$hyperpipe" train \
       --plan "$work/$name.json" --data examples/data/corpus.txt --steps "$steps" \
       --profiles "$work/profiles.json" >"$log" 2>&1 || {

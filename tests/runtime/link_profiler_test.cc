@@ -49,5 +49,20 @@ TEST(LinkProfiler, MeasuresGlooBetweenTwoRanks) {
   EXPECT_GT(profile.all_reduce.bandwidth, 0);
 }
 
+// The ladder climbs only while a size's one-way time stays under `longest_message`; both
+// ranks (and, across hosts, every rank) stop together, so nothing hangs.
+TEST(LinkProfiler, LadderStopsAfterTheFirstLongMessage) {
+  LinkProfileSettings settings;
+  settings.port = launch::free_port();
+  settings.sizes = {4 << 10, 16 << 10, 64 << 10};
+  settings.warmup = 1;
+  settings.repeats = 3;
+  settings.longest_message = 0;  // every message is longer
+  EXPECT_EQ(profile_links(settings).samples.size(), 1u);
+  settings.port = launch::free_port();
+  settings.longest_message = 10;  // none is
+  EXPECT_EQ(profile_links(settings).samples.size(), 3u);
+}
+
 }  // namespace
 }  // namespace hyperpipe::runtime

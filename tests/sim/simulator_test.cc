@@ -40,29 +40,39 @@ StageCost stage(double forward, double backward) {
 
 // Independent reference: the longest path through the ops' dependency graph when links
 // only add latency (nothing queues). Each op waits for the previous op of its rank and
-// for its input: the same micro-batch's F on the stage before (+ latency) or B on the
-// stage after (+ latency), its own F for a backward, its own B for W.
+// for its input: the same micro-batch's F on the stage before or B on the stage after,
+// its own F for a backward, its own B for W. An input leaves its sender once the
+// receiver's post has reached it (a latency after the post), then takes a latency to
+// arrive; a rank posts an op's receive on reaching the compute op `lookahead[rank]`
+// before it (at the end of the one before that), the first ones at the start.
 double critical_path(const Schedule& s, const std::vector<StageCost>& costs,
-                     const std::vector<double>& latency) {
+                     const std::vector<double>& latency, std::vector<int> lookahead = {}) {
   const int stages = s.stages();
   const int m = s.micro_batches;
+  if (lookahead.empty()) lookahead.assign(s.ranks, 1);
   std::vector<double> f_end(stages * m, -1), b_end(stages * m, -1);
-  std::vector<size_t> next(s.ranks, 0);
-  std::vector<double> free(s.ranks, 0);
+  std::vector<std::vector<double>> ends(s.ranks);  // per rank: its ops' end times
   bool progress = true;
   while (progress) {
     progress = false;
     for (int r = 0; r < s.ranks; ++r) {
-      while (next[r] < s.ops[r].size()) {
-        const Op& op = s.ops[r][next[r]];
+      auto& done = ends[r];
+      while (done.size() < s.ops[r].size()) {
+        const size_t k = done.size();
+        const Op& op = s.ops[r][k];
         const int st = s.stage_of(r, op.chunk);
         const int c = st * m + op.micro_batch;
-        double ready = free[r];
+        const long reached = static_cast<long>(k) - lookahead[r] - 1;
+        const double posted = reached >= 0 ? done[reached] : 0.0;
+        double ready = done.empty() ? 0.0 : done.back();
+        const auto input = [&](double sent, double link) {
+          ready = std::max(ready, std::max(sent, posted + link) + link);
+        };
         double duration = 0;
         if (op.kind == OpKind::forward) {
           if (st > 0) {
             if (f_end[c - m] < 0) break;
-            ready = std::max(ready, f_end[c - m] + latency[st - 1]);
+            input(f_end[c - m], latency[st - 1]);
           }
           duration = costs[st].forward;
         } else if (op.kind == OpKind::backward_weight) {
@@ -72,20 +82,21 @@ double critical_path(const Schedule& s, const std::vector<StageCost>& costs,
           if (f_end[c] < 0) break;
           if (st < stages - 1) {
             if (b_end[c + m] < 0) break;
-            ready = std::max(ready, b_end[c + m] + latency[st]);
+            input(b_end[c + m], latency[st]);
           }
           duration = costs[st].backward_input +
                      (op.kind == OpKind::backward ? costs[st].backward_weight : 0.0);
         }
-        free[r] = ready + duration;
-        if (op.kind == OpKind::forward) f_end[c] = free[r];
-        if (schedule::is_backward(op.kind)) b_end[c] = free[r];
-        ++next[r];
+        done.push_back(ready + duration);
+        if (op.kind == OpKind::forward) f_end[c] = done.back();
+        if (schedule::is_backward(op.kind)) b_end[c] = done.back();
         progress = true;
       }
     }
   }
-  return *std::max_element(free.begin(), free.end());
+  double end = 0;
+  for (const auto& done : ends) end = std::max(end, done.empty() ? 0.0 : done.back());
+  return end;
 }
 
 TEST(Simulator, HomogeneousFreeLinksMatchTheTextbook) {
@@ -243,9 +254,17 @@ TEST(Simulator, DeeperWarmUpHidesASlowLink) {
   const SimOutput a = simulate(plain);
   const SimOutput b = simulate(aware);
   EXPECT_LT(b.iteration_time, a.iteration_time);
-  // With enough in flight the slow link costs only its one-time fill: m·3 + 2·4 + 2·(1 + 2).
-  EXPECT_DOUBLE_EQ(b.iteration_time, m * 3 + 2 * 4 + 2 * 3);
+  // With enough in flight the slow link costs only its one-time fill, m·3 + 2·4 + 2·(1 + 2),
+  // and the first receive's notice: F0 leaves at 4, when stage 1's post (at 0) has crossed
+  // the link, not at 1.
+  EXPECT_DOUBLE_EQ(b.iteration_time, m * 3 + 2 * 4 + 2 * 3 + (4 - 1));
   EXPECT_EQ(b.ranks[0].peak_in_flight, 6);
+  // Both ends of the slow link post 1 + 2·(6 − 2 − 1) compute ops ahead; the last stage
+  // one, as in 1F1B. Posting one ahead everywhere, stage 0 would stall on every gradient.
+  const std::vector<int> lookahead{7, 7, 1};
+  EXPECT_DOUBLE_EQ(b.iteration_time,
+                   critical_path(schedule::hetero_1f1b(m, depths), costs, {4, 0}, lookahead));
+  EXPECT_GT(critical_path(schedule::hetero_1f1b(m, depths), costs, {4, 0}), b.iteration_time + 10);
 }
 
 TEST(Simulator, GradientAllReduceThenOptimizer) {
@@ -354,16 +373,17 @@ TEST(Simulator, ZeroBubbleKeepsWeightGradientInputsUntilW) {
 
 TEST(Simulator, BlockingTransfersOverASlowLinkClosedForm) {
   // 1F1B over two stages, two micro-batches, each transfer holding the link for c > f + b.
-  // Async: rank 0 sends F0 and F1 back to back (the second queues behind the first), rank 1
-  // runs F1/BW1 as F1 arrives, so the critical path is f, three transfers, f and b twice:
-  // 2f + 3c + 2b. Blocking: rank 0 waits out its sends; its second (F1, batched with the
+  // Async: rank 0 sends F0 and F1 back to back, but F1 moves only once rank 1 posts its
+  // receive, on reaching BW0 (after F0: f + c + f); rank 1 runs F1/BW1 as F1 arrives, so
+  // the critical path is f, c, f, then F1's transfer, f, b, B1's transfer and b:
+  // 3f + 3c + 2b. Blocking: rank 0 waits out its sends; its second (F1, batched with the
   // receive of B0) starts only when rank 1 posts F1's receive after sending B0, and rank
   // 1's F1 starts once that transfer is done: (f + c + b) three times.
   for (const auto& [f, b, c] : {std::tuple{1.0, 2.0, 5.0}, std::tuple{0.5, 1.5, 4.0}}) {
     ASSERT_GT(c, f + b);
     SimInput input =
         make_input(schedule::one_f_one_b(2, 2), {stage(f, b), stage(f, b)}, {c, 0.0, -1});
-    EXPECT_DOUBLE_EQ(simulate(input).iteration_time, 2 * f + 3 * c + 2 * b);
+    EXPECT_DOUBLE_EQ(simulate(input).iteration_time, 3 * f + 3 * c + 2 * b);
     input.p2p = P2pMode::blocking;
     const SimOutput blocked = simulate(input);
     EXPECT_DOUBLE_EQ(blocked.iteration_time, 3 * (f + c + b));

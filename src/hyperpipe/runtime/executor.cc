@@ -15,6 +15,7 @@
 #include "hyperpipe/runtime/stand_in_clock.h"
 #include "hyperpipe/runtime/timing.h"
 #include "hyperpipe/schedule/epilogue.h"
+#include "hyperpipe/schedule/receive_posting.h"
 
 namespace hyperpipe::runtime {
 
@@ -302,12 +303,11 @@ void Executor::timed(trace::Interval interval, const Work& work, bool stretch) {
 
 void Executor::compute(const Op& op) {
   const int64_t step = step_;
-  // Receives up to the next compute op go out first, so they arrive while this runs.
+  // The next ops' receives go out first, so they arrive while this runs (a message moves
+  // only once its receive is posted: schedule/receive_posting.h).
   const auto& ops = schedule_.ops[role_.group];
-  for (size_t j = op_index_ + 1; j < ops.size() && !schedule::is_compute(ops[j].kind); ++j) {
-    if (ops[j].kind == OpKind::recv_forward || ops[j].kind == OpKind::recv_backward) {
-      post_receive(ops[j]);
-    }
+  for (const size_t j : schedule::receives_posted_at(schedule_, role_.group, op_index_)) {
+    post_receive(ops[j]);
   }
   Slot& s = slot(op.chunk, op.micro_batch);
   const int stage = stage_of(op.chunk);

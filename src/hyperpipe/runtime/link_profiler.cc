@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <limits>
 #include <thread>
@@ -19,54 +20,85 @@ namespace {
 constexpr std::chrono::seconds kMeetTimeout{60};
 constexpr int kRanks = 2;
 
+// A tag of the pair's own (Gloo matches sends and receives by tag; NCCL by order).
+constexpr int kCountTag = 1 << 20;
+
+// How many timed repeats of a size fit `settings.seconds_per_size`, given one warm-up
+// round's time: at least `min_repeats`, at most `repeats`.
+int repeats_within_budget(const LinkProfileSettings& settings, double round_seconds) {
+  const double fit = settings.seconds_per_size / std::max(round_seconds, 1e-9);
+  return static_cast<int>(
+      std::clamp(std::floor(fit), static_cast<double>(settings.min_repeats),
+                 static_cast<double>(std::max(settings.min_repeats, settings.repeats))));
+}
+
 // Ranks `first` and `second` of `communicator` measure the link between them (`first`
-// fills `samples`); every other rank only keeps step with them (the barriers are the
-// world's).
+// fills `samples`); every other rank only keeps step with them. Round trips and sums run
+// back to back with no barrier between them, as training's transfers follow each other:
+// a barrier before each one would time its own wake-up skew into every message (on a busy
+// 2-core host, ~1 ms on top of a 0.2 ms message). The ladder stops after the first size
+// whose one-way time passes `settings.longest_message` (the rate is known by then).
 void measure_pair(Communicator& communicator, int rank, int first, int second,
                   const LinkProfileSettings& settings, torch::Device device,
                   std::vector<LinkSample>& samples) {
   const bool measuring = rank == first || rank == second;
   const int peer = rank == first ? second : first;
-  const std::vector<int> both{first, second};
+  const std::vector<int> both{std::min(first, second), std::max(first, second)};
+  std::vector<int> everyone(static_cast<size_t>(communicator.world_size()));
+  for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
   const auto sync = [&] {
     if (device.is_cuda()) torch::cuda::synchronize(device.index());
   };
-  for (const int64_t bytes : settings.sizes) {
-    torch::Tensor tensor;
-    if (measuring) {
-      tensor = torch::ones({bytes / static_cast<int64_t>(sizeof(float))},
-                           torch::TensorOptions().device(device));
-    }
-    std::vector<double> one_way, summed;
-    for (int run = 0; run < settings.warmup + settings.repeats; ++run) {
-      communicator.barrier();
-      if (!measuring) {
-        communicator.barrier();
-        continue;
-      }
-      const auto start = std::chrono::steady_clock::now();
-      if (rank == first) {
-        communicator.send(tensor, peer, run, "the link probe")->wait();
-        communicator.recv(tensor, peer, run, "the link probe")->wait();
-      } else {
-        communicator.recv(tensor, peer, run, "the link probe")->wait();
-        communicator.send(tensor, peer, run, "the link probe")->wait();
-      }
-      sync();
-      const double round_trip = seconds_since(start);
-      communicator.barrier();
-      std::vector<torch::Tensor> buffer{tensor};
-      const auto reduce_start = std::chrono::steady_clock::now();
-      communicator.all_reduce_sum(buffer, both);
-      sync();
-      const double reduce = seconds_since(reduce_start);
-      if (run < settings.warmup) continue;
-      one_way.push_back(round_trip / 2);
-      summed.push_back(reduce);
-    }
-    if (rank == first) samples.push_back({bytes, mean(one_way), mean(summed)});
-  }
+  const auto on_device = torch::TensorOptions().device(device);
   communicator.barrier();
+  for (const int64_t bytes : settings.sizes) {
+    bool climb = false;
+    if (measuring) {
+      auto tensor = torch::ones({bytes / static_cast<int64_t>(sizeof(float))}, on_device);
+      const auto round_trip = [&](int tag) {
+        const auto start = std::chrono::steady_clock::now();
+        if (rank == first) {
+          communicator.send(tensor, peer, tag, "the link probe")->wait();
+          communicator.recv(tensor, peer, tag, "the link probe")->wait();
+        } else {
+          communicator.recv(tensor, peer, tag, "the link probe")->wait();
+          communicator.send(tensor, peer, tag, "the link probe")->wait();
+        }
+        sync();
+        return seconds_since(start);
+      };
+      const auto summed = [&] {
+        std::vector<torch::Tensor> buffer{tensor};
+        const auto start = std::chrono::steady_clock::now();
+        communicator.all_reduce_sum(buffer, both);
+        sync();
+        return seconds_since(start);
+      };
+      double warm_round = 0;
+      for (int run = 0; run < settings.warmup; ++run) warm_round = round_trip(run) + summed();
+      // `first` decides how many rounds fit the budget and tells `second`.
+      auto count = torch::full({1}, repeats_within_budget(settings, warm_round),
+                               on_device.dtype(torch::kLong));
+      if (rank == first) {
+        communicator.send(count, peer, kCountTag, "the link probe's repeat count")->wait();
+      } else {
+        communicator.recv(count, peer, kCountTag, "the link probe's repeat count")->wait();
+      }
+      const int repeats = static_cast<int>(count.cpu().item<int64_t>());
+      std::vector<double> one_way;
+      for (int run = 0; run < repeats; ++run) one_way.push_back(round_trip(run) / 2);
+      std::vector<double> sums;
+      for (int run = 0; run < repeats; ++run) sums.push_back(summed());
+      if (rank == first) {
+        samples.push_back({bytes, mean(one_way), mean(sums)});
+        climb = samples.back().point_to_point <= settings.longest_message;
+      }
+    }
+    // Every rank learns from `first` whether the ladder goes on (and waits for the pair).
+    std::vector<torch::Tensor> flag{torch::full({1}, climb ? 1.0f : 0.0f, on_device)};
+    communicator.all_reduce_sum(flag, everyone);
+    if (flag[0].cpu().item<float>() == 0.0f) break;
+  }
 }
 
 // One rank's part of the two-thread measurement; rank 0 fills `samples`.

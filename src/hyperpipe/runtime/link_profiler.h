@@ -17,17 +17,26 @@
 
 namespace hyperpipe::runtime {
 
-// From a few latency-bound to bandwidth-bound messages (activations of small models are
-// tens of KiB, gradients of a stage tens of MiB).
-inline const std::vector<int64_t> kLinkProbeBytes{16 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20};
+// From latency-bound messages (activations of small models are tens of KiB) to
+// bandwidth-bound ones (gradients of a stage, tens of MiB), 4× apart.
+inline const std::vector<int64_t> kLinkProbeBytes{4 << 10, 16 << 10, 64 << 10, 256 << 10,
+                                                  1 << 20, 4 << 20,  16 << 20, 64 << 20};
 
 struct LinkProfileSettings {
   int port = 0;  // a free port of 127.0.0.1 for the two ranks' rendezvous
   // CPU (Gloo), or a CUDA device: the second rank then uses the next device (NCCL needs two).
   torch::Device device = torch::kCPU;
-  std::vector<int64_t> sizes = kLinkProbeBytes;
-  int warmup = 3;
-  int repeats = 30;  // enough for the mean of a long-tailed distribution
+  std::vector<int64_t> sizes = kLinkProbeBytes;  // ascending
+  int warmup = 2;
+  // Timed round trips (and as many sums) per size: as many as `seconds_per_size` holds,
+  // up to `repeats` (enough for the mean of a long-tailed distribution), at least
+  // `min_repeats` (a 64 MiB message over 100 Mbit/s takes 5 s each way).
+  int repeats = 30;
+  int min_repeats = 3;
+  double seconds_per_size = 1.0;
+  // The ladder stops after the first size whose one-way time is longer: past it, a link
+  // is bandwidth-bound and its table goes on at the last sizes' rate.
+  double longest_message = 0.25;  // seconds
 };
 
 struct LinkSample {

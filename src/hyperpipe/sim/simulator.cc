@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "hyperpipe/schedule/epilogue.h"
+#include "hyperpipe/schedule/receive_posting.h"
 
 namespace hyperpipe::sim {
 namespace {
@@ -18,12 +19,15 @@ using schedule::OpKind;
 
 constexpr double kUnknown = -1.0;
 
-// A message between stages: when it was sent and when it arrives; with blocking
-// transfers, also when its receiver posted the receive.
+// A message between stages: when it was sent, when its receiver posted the receive and
+// when it arrives. An async send posted before its receive waits, off the compute stream,
+// as `pending_send` of rank `sender`.
 struct Message {
   double sent = kUnknown;
   double arrival = kUnknown;
   double posted = kUnknown;
+  int sender = -1;
+  const Op* pending_send = nullptr;
 };
 
 class Engine {
@@ -149,17 +153,31 @@ class Engine {
     return s_.rank_of_stage(op.kind == OpKind::recv_forward ? stage - 1 : stage + 1);
   }
 
-  // Blocking transfers: rank r posts a receive at `time`; a sender waiting for it goes on.
+  // Rank r posts a receive at `time`. Blocking: a sender waiting for it goes on. Async: a
+  // send already posted starts its transfer.
   void post(int r, const Op& op, double time) {
     Message& message = received(r, op);
     if (message.posted != kUnknown) return;
     message.posted = time;
     const int sender = sender_of(r, op);
-    if (waiting_[sender]) events_.push({time, sender});
+    if (in_.p2p == P2pMode::blocking) {
+      if (waiting_[sender]) events_.push({time, sender});
+    } else if (message.pending_send != nullptr) {
+      transfer(message.sender, *message.pending_send, message);
+    }
+  }
+
+  // On reaching a compute op, the receives the runtime's executor posts then
+  // (schedule/receive_posting.h).
+  void post_next_receives(int r) {
+    for (const size_t j : schedule::receives_posted_at(s_, r, cursor_[r])) {
+      post(r, s_.ops[r][j], compute_free_[r]);
+    }
   }
 
   Next receive(int r, const Op& op) {
     if (in_.p2p == P2pMode::blocking) return blocking_receive(r, op);
+    post(r, op, compute_free_[r]);
     const Message& message = received(r, op);
     if (message.arrival == kUnknown) {
       waiting_[r] = true;
@@ -196,7 +214,8 @@ class Engine {
   }
 
   Next send(int r, const Op& op) {
-    if (in_.p2p == P2pMode::blocking) {
+    const bool blocking = in_.p2p == P2pMode::blocking;
+    if (blocking) {
       // A receive right after the send is posted with it (one batched exchange).
       const auto& ops = s_.ops[r];
       const size_t after = cursor_[r] + 1;
@@ -205,37 +224,59 @@ class Engine {
         post(r, ops[after], compute_free_[r]);
       }
     }
-    const int stage = s_.stage_of(r, op.chunk);
-    const bool forward = op.kind == OpKind::send_forward;
-    const int target_stage = forward ? stage + 1 : stage - 1;
-    const TransferCost& cost = forward ? in_.activations.at(stage) : in_.gradients.at(stage - 1);
-    Message& message = forward ? activation_[cell(target_stage, op.micro_batch)]
-                               : gradient_[cell(target_stage, op.micro_batch)];
-    const int target = s_.rank_of_stage(target_stage);
-    const double issued = compute_free_[r];
-    const bool blocking = in_.p2p == P2pMode::blocking;
+    Message& message = sent_message(r, op);
     if (blocking && message.posted == kUnknown) {
       waiting_[r] = true;  // until the receiver posts (post() wakes it)
       return Next::wait;
     }
     waiting_[r] = false;
-    double start = std::max({issued, send_free_[r], recv_free_[target]});
-    if (blocking) start = std::max(start, message.posted);
+    message.sent = compute_free_[r];
+    message.sender = r;
+    if (!blocking && message.posted == kUnknown) {
+      message.pending_send = &op;  // the receiver's post() starts it
+      return Next::op;
+    }
+    const double start = transfer(r, op, message);
+    if (blocking) block_until(r, message.arrival, start);
+    return Next::op;
+  }
+
+  // The message a send op puts out.
+  Message& sent_message(int r, const Op& op) {
+    const int stage = s_.stage_of(r, op.chunk);
+    return op.kind == OpKind::send_forward ? activation_[cell(stage + 1, op.micro_batch)]
+                                           : gradient_[cell(stage - 1, op.micro_batch)];
+  }
+
+  // Rank r's send `op`, sent and posted for: it holds both ports and its link, from when
+  // the receiver's readiness reaches the sender (a latency after the post: Gloo's sender
+  // waits for the receiver's notice), then arrives a latency later. Returns its start.
+  double transfer(int r, const Op& op, Message& message) {
+    const int stage = s_.stage_of(r, op.chunk);
+    const bool forward = op.kind == OpKind::send_forward;
+    const int target_stage = forward ? stage + 1 : stage - 1;
+    const TransferCost& cost = forward ? in_.activations.at(stage) : in_.gradients.at(stage - 1);
+    const int target = s_.rank_of_stage(target_stage);
+    const bool blocking = in_.p2p == P2pMode::blocking;
+    double start =
+        std::max({message.sent, message.posted + cost.latency, send_free_[r], recv_free_[target]});
     if (cost.link >= 0) start = std::max(start, link_free_[cost.link]);
     const double released = start + cost.occupancy;
     send_free_[r] = released;
     recv_free_[target] = released;
     if (cost.link >= 0) link_free_[cost.link] = released;
-    message.sent = issued;
     message.arrival = released + cost.latency;
+    message.pending_send = nullptr;
     out_.timeline.tracks[r].communication.push_back(
         {forward ? "send F" : "send B", stage, op.micro_batch, op.chunk, start, message.arrival});
-    if (waiting_[target]) events_.push({blocking ? message.arrival : issued, target});
-    if (blocking) block_until(r, message.arrival, start);
-    return Next::op;
+    if (waiting_[target]) {
+      events_.push({blocking ? message.arrival : std::max(message.sent, message.posted), target});
+    }
+    return start;
   }
 
   Next compute(int r, const Op& op) {
+    if (in_.p2p == P2pMode::async) post_next_receives(r);
     const int stage = s_.stage_of(r, op.chunk);
     const StageCost& cost = in_.stages[stage];
     double duration = 0;
