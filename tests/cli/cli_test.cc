@@ -291,6 +291,48 @@ TEST(Cli, SimulateAsABlockingFrameworkWouldRunThePlan) {
   EXPECT_EQ(run("simulate --plan " + plan + " --p2p eager").exit_code, 2);  // CLI11's check
 }
 
+TEST(Cli, SimulateAndPlanForAnotherFramework) {
+  const std::string plan = kExamples + "/plans/tiny-gpt-3stage.json";
+  const auto iteration = [&](const std::string& flags) {
+    const Result r = run("simulate --plan " + plan + " --format json " + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["iteration_time_s"].get<double>();
+  };
+  // DeepSpeed's engine blocks on its exchanges, torchtitan's posts them as ours does.
+  EXPECT_DOUBLE_EQ(iteration("--runtime deepspeed"), iteration("--p2p blocking"));
+  EXPECT_DOUBLE_EQ(iteration("--runtime torchtitan"), iteration(""));
+  const Result text = run("simulate --plan " + plan + " --runtime megatron");
+  EXPECT_NE(text.out.find("As Megatron-LM (core_r0.13) runs it: blocking"), std::string::npos)
+      << text.out;
+  // The 4-stage example recomputes selectively on one stage and fully on the others.
+  const Result refused =
+      run("simulate --plan " + kExamples + "/plans/gpt3-2.7b-4stage.json --runtime megatron");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("stages[1].recompute: Megatron-LM recomputes alike on every stage"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(run("simulate --plan " + plan + " --runtime colossalai").exit_code, 2);
+  // Planned for DeepSpeed: its only schedule, its name in the plan, and said so.
+  const std::string out = hyperpipe::testing::temp_path("deepspeed-plan.json");
+  const Result planned = run("plan --model " + kExamples +
+                             "/models/tiny-gpt.yaml --cluster cpu-emulated --global-batch 16 "
+                             "--runtime deepspeed --out " +
+                             out);
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  EXPECT_NE(planned.out.find("To run with DeepSpeed (0.16), costed as it runs: blocking"),
+            std::string::npos)
+      << planned.out;
+  const auto doc = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(doc["runtime"], "deepspeed");
+  EXPECT_EQ(doc["schedule"]["kind"], "1f1b");
+  const Result none = run("plan --model " + kExamples +
+                          "/models/tiny-gpt.yaml --cluster cpu-emulated --global-batch 16 "
+                          "--runtime megatron --schedule gpipe");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("a schedule Megatron-LM runs: 1f1b, interleaved"), std::string::npos)
+      << none.err;
+}
+
 #ifdef HYPERPIPE_WORKER_BINARY
 TEST(Cli, ProfileLinksNeedsALaunchersProcesses) {
   // Alone, `profile --links` would measure nothing across hosts: it says how to start it.

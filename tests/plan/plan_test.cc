@@ -52,6 +52,15 @@ TEST(Plan, GradientReduceDtypeRoundTrips) {
   EXPECT_EQ(load_plan(path).gradient_reduce_dtype, model::DType::bf16);
 }
 
+TEST(Plan, RuntimeRoundTripsAndDefaultsToHyperPipe) {
+  Plan plan = load_plan(kExamples + "/plans/tiny-gpt-3stage.json");
+  EXPECT_EQ(plan.runtime, Framework::hyperpipe);
+  EXPECT_FALSE(to_json(plan).contains("runtime"));
+  plan.runtime = Framework::torchtitan;
+  const std::string path = write_temp_file("torchtitan.json", to_json(plan).dump(2));
+  EXPECT_EQ(load_plan(path).runtime, Framework::torchtitan);
+}
+
 TEST(Plan, ReplicasOfOtherCompositionTakeTheirOwnShare) {
   const std::string text = R"({"format": "hyperpipe.plan/1", "model": "gpt2", "cluster":
       "a100-v100-t4", "micro_batch_size": 4, "micro_batches": 12,
@@ -154,7 +163,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0]}],
                      "replicas": [{"micro_batches": 2,
                                    "stages": [{"layers": [0, 14], "devices": [1]}]}]})",
-                     "replicas[0]"}));
+                     "replicas[0]"},
+        BadInputCase{PLAN_HEAD R"("runtime": "colossalai",
+                     "stages": [{"layers": [0, 14], "devices": [0]}]})",
+                     "field 'runtime': expected one of hyperpipe, megatron, deepspeed, torchtitan"},
+        BadInputCase{PLAN_HEAD R"("runtime": "deepspeed", "schedule": "zb-h1",
+                     "stages": [{"layers": [0, 7], "devices": [0]}, {"layers": [7, 14], "devices": [1]}]})",
+                     "expected a framework that can run this plan (schedule: DeepSpeed runs 1f1b, "
+                     "not zb-h1)"}));
 
 struct MisfitCase {
   const char* stages;

@@ -22,6 +22,40 @@ PlanRequest request(const std::string& model, const std::string& cluster, int64_
   return r;
 }
 
+// Planned for another framework: only plans it can express, simulated as it runs them.
+TEST(Planner, PlansForAnotherFrameworkStayWithinWhatItExpresses) {
+  const auto model = model::load_model("gpt3-2.7b");
+  const auto cluster = cluster::load_cluster("a100-v100-t4");
+  const cost::CostModel costs(model, cluster);
+  const double ours =
+      make_plan(costs, request("gpt3-2.7b", "a100-v100-t4", 64)).best.iteration_time();
+  for (auto framework : {plan::Framework::megatron, plan::Framework::deepspeed}) {
+    PlanRequest r = request("gpt3-2.7b", "a100-v100-t4", 64);
+    restrict_to_framework(framework, r);
+    EXPECT_TRUE(r.space.same_dp && r.space.same_tp);
+    EXPECT_FALSE(r.replicas);
+    const PlanResult result = make_plan(costs, r);
+    const plan::Plan& best = result.best.plan;
+    EXPECT_TRUE(result.best.fits);
+    EXPECT_EQ(best.runtime, framework);
+    EXPECT_TRUE(within(best, r.space));
+    const auto refused = plan::refusal(best, framework);
+    EXPECT_FALSE(refused) << refused->field << ": " << refused->reason;
+    // A smaller space, and slower exchanges: never faster than HyperPipe's own plan.
+    EXPECT_GE(result.best.iteration_time(), ours * (1 - 1e-9)) << to_string(framework);
+    // The simulation is the framework's: the same plan costed as HyperPipe runs it differs.
+    plan::Plan as_ours = best;
+    as_ours.runtime = plan::Framework::hyperpipe;
+    if (plan::blocks_on_p2p(best)) {
+      EXPECT_LT(sim::simulate_plan(costs, as_ours).output.iteration_time,
+                result.best.iteration_time());
+    }
+  }
+  PlanRequest gpipe_only = request("gpt3-2.7b", "a100-v100-t4", 64);
+  gpipe_only.space.schedules = {schedule::ScheduleKind::gpipe};
+  EXPECT_THROW(restrict_to_framework(plan::Framework::deepspeed, gpipe_only), InputError);
+}
+
 TEST(Planner, MixedClusterPlanFitsAndBeatsEveryBaseline) {
   const auto model = model::load_model("gpt3-2.7b");
   const auto cluster = cluster::load_cluster("a100-v100-t4");

@@ -41,6 +41,27 @@ TEST(PlanSimulation, CostsComeFromTheCostModel) {
   EXPECT_EQ(result.output.timeline.tracks[1].name, "stage 1: V100-16GB ×2 [4-5]");
 }
 
+// The plan's runtime decides how exchanges meet compute: DeepSpeed's blocking pairs, as
+// --p2p blocking; torchtitan posts them beside compute, as HyperPipe does.
+TEST(PlanSimulation, RuntimeDecidesHowExchangesMeetCompute) {
+  const auto model = model::load_model("gpt3-1.3b");
+  const auto cluster = cluster::load_cluster("a100-v100-t4");
+  const cost::CostModel costs(model, cluster);
+  plan::Plan plan = two_stage_plan(13);
+  const double async = simulate_plan(costs, plan).output.iteration_time;
+  SimOptions blocking;
+  blocking.p2p = P2pMode::blocking;
+  const double blocked = simulate_plan(costs, plan, blocking).output.iteration_time;
+  EXPECT_GT(blocked, async);
+  plan.runtime = plan::Framework::deepspeed;
+  EXPECT_DOUBLE_EQ(simulate_plan(costs, plan).output.iteration_time, blocked);
+  SimOptions asked_async;
+  asked_async.p2p = P2pMode::async;  // an explicit mode wins over the runtime's
+  EXPECT_DOUBLE_EQ(simulate_plan(costs, plan, asked_async).output.iteration_time, async);
+  plan.runtime = plan::Framework::torchtitan;
+  EXPECT_DOUBLE_EQ(simulate_plan(costs, plan).output.iteration_time, async);
+}
+
 TEST(PlanSimulation, MovingLayersToTheFasterGpuHelps) {
   // A100s are about twice as fast as V100s here: an even split leaves the A100s idle.
   const auto model = model::load_model("gpt3-1.3b");

@@ -40,6 +40,7 @@ struct PlanArgs {
   int max_tp = 0;  // 0: as wide as a node allows
   bool same_dp = false;
   bool sequence_parallel = false;
+  std::string runtime = "hyperpipe";
   std::vector<std::string> schedules;  // kinds allowed; empty: every kind
   bool explain = false;
   OutputFormat format = OutputFormat::table;
@@ -101,8 +102,18 @@ void print_plan(const planner::ScoredPlan& scored, const std::string& model,
                 const std::string& cluster, int64_t seq, std::ostream& out) {
   const auto& plan = scored.plan;
   const auto& sim = scored.simulation;
-  out << fmt::format("Plan for {} on {}: global batch {} × {} tokens ({})\n\n", model, cluster,
+  out << fmt::format("Plan for {} on {}: global batch {} × {} tokens ({})\n", model, cluster,
                      plan.global_batch(), seq, scored.label);
+  if (plan.runtime != plan::Framework::hyperpipe) {
+    const auto& traits = plan::traits(plan.runtime);
+    out << fmt::format(
+        "To run with {} ({}), costed as it runs: {} point-to-point exchanges, "
+        "gradients summed {}\n",
+        traits.display_name, traits.version,
+        plan::blocks_on_p2p(plan) ? "blocking" : "asynchronous",
+        plan.overlap_allreduce ? "during the backward" : "after it");
+  }
+  out << '\n';
   if (plan.pipeline_count() == 1) {
     print_pipeline(scored, 0, out);
   } else {
@@ -241,6 +252,7 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
   for (const auto& name : args.schedules) {
     request.space.schedules.push_back(*schedule::parse_schedule_kind(name));
   }
+  planner::restrict_to_framework(*plan::parse_framework(args.runtime), request);
   request.every_order = args.explain;
   request.peers = args.explain;
   if (args.micro_batch) {
@@ -358,6 +370,12 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
                    "Schedule kinds the plan may use, comma-separated (default: every kind)")
       ->delimiter(',')
       ->check(CLI::IsMember(schedule::schedule_kind_names()));
+  command
+      ->add_option("--runtime", args->runtime,
+                   "The framework that will run the plan: only plans it can express, costed as "
+                   "it runs them (hyperpipe, megatron, deepspeed, torchtitan)")
+      ->check(CLI::IsMember(plan::framework_names()))
+      ->default_val("hyperpipe");
   command->add_flag("--same-dp", args->same_dp,
                     "Every stage the same data-parallel degree, one pipeline (as Megatron-LM and "
                     "DeepSpeed require)");

@@ -24,7 +24,8 @@ struct SimulateArgs {
   std::optional<std::string> trace;
   std::optional<std::string> svg;
   bool overlap_allreduce = false;
-  std::string p2p = "async";
+  std::optional<std::string> p2p;      // unset: as the plan's runtime exchanges
+  std::optional<std::string> runtime;  // unset: the plan's
   OutputFormat format = OutputFormat::table;
 };
 
@@ -34,16 +35,34 @@ void run_simulate(const SimulateArgs& args, std::ostream& out) {
   std::optional<cost::ProfileDb> profiles;
   if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
   const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
+  if (args.runtime) {
+    const auto framework = plan::parse_framework(*args.runtime);
+    if (!framework) {
+      throw InputError("--runtime", *args.runtime,
+                       fmt::format("one of {}", fmt::join(plan::framework_names(), ", ")));
+    }
+    if (const auto refused = plan::refusal(plan, *framework)) {
+      throw InputError("--runtime", *args.runtime,
+                       fmt::format("a framework that can run {} ({}: {})", args.plan,
+                                   refused->field, refused->reason));
+    }
+    plan.runtime = *framework;
+  }
   sim::SimOptions options;
-  if (args.p2p == "blocking") options.p2p = sim::P2pMode::blocking;
+  if (args.p2p)
+    options.p2p = *args.p2p == "blocking" ? sim::P2pMode::blocking : sim::P2pMode::async;
+  const bool blocking =
+      options.p2p ? *options.p2p == sim::P2pMode::blocking : plan::blocks_on_p2p(plan);
   sim::PlanSimulation simulation;
   try {
     simulation = sim::simulate_plan(costs, plan, options);
   } catch (const sim::SimulationStuck& stuck) {
-    if (options.p2p != sim::P2pMode::blocking) throw;
+    if (!blocking) throw;
     // Matched blocking sends deadlock on some orders (neighbours sending to each other
     // other than as a send-then-receive pair): such a framework could not run this plan.
-    throw InputError("--p2p", "blocking",
+    const bool asked = args.p2p.has_value();
+    throw InputError(asked ? "--p2p" : "runtime",
+                     asked ? "blocking" : std::string(plan::to_string(plan.runtime)),
                      fmt::format("a schedule whose exchanges can block without deadlock: {} "
                                  "(use --p2p async, or another schedule)",
                                  stuck.what()));
@@ -87,16 +106,20 @@ void add_simulate_command(CLI::App& app, std::ostream& out) {
       ->add_option("--p2p", args->p2p,
                    "How stages exchange activations and gradients: async (HyperPipe's runtime: "
                    "sends overlap compute) or blocking (matched blocking send/receive pairs, as "
-                   "DeepSpeed's pipeline engine and Megatron-LM's non-overlapped 1F1B)")
-      ->check(CLI::IsMember({"async", "blocking"}))
-      ->default_val("async");
+                   "DeepSpeed's pipeline engine and Megatron-LM's non-overlapped 1F1B); "
+                   "default: as the plan's runtime does")
+      ->check(CLI::IsMember({"async", "blocking"}));
+  command->add_option("--runtime", args->runtime,
+                      "Predict the plan as this framework runs it (hyperpipe, megatron, "
+                      "deepspeed, torchtitan; default: the plan's `runtime`); exit 2 where it "
+                      "cannot express the plan");
   add_format_option(*command, args->format);
   command->footer(
       "Examples:\n"
       "  hyperpipe simulate --plan examples/plans/gpt3-2.7b-4stage.json\n"
       "  hyperpipe simulate --plan plan.json --trace trace.json --svg timeline.svg\n"
       "  hyperpipe simulate --plan plan.json --profiles measured.json --format json\n"
-      "  hyperpipe simulate --plan plan.json --p2p blocking   # as Megatron-LM would run it");
+      "  hyperpipe simulate --plan plan.json --runtime megatron   # as Megatron-LM would run it");
   command->callback([args, &out] { run_simulate(*args, out); });
 }
 

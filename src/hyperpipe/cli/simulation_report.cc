@@ -62,6 +62,7 @@ json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simula
   return {{"format", kSimulationFormat},
           {"model", model_name},
           {"cluster", cluster_name},
+          {"runtime", plan::to_string(plan.runtime)},
           {"schedule", schedule::to_string(plan.schedule)},
           {"chunks", plan.chunks},
           {"micro_batch_size", plan.micro_batch_size},
@@ -94,6 +95,15 @@ std::string pipeline_summary(const json& pipeline) {
 void print_simulation_tables(const json& report, std::ostream& out) {
   const auto& pipelines = report["pipelines"];
   const bool several = pipelines.size() > 1;
+  const auto framework = plan::parse_framework(report.value("runtime", "hyperpipe"));
+  if (framework && *framework != plan::Framework::hyperpipe) {
+    const auto& traits = plan::traits(*framework);
+    const bool interleaved = report.value("schedule", "") == "interleaved";
+    const bool blocking =
+        traits.blocking_p2p && !(interleaved && traits.interleaved_p2p_overlapped);
+    out << fmt::format("As {} ({}) runs it: {} point-to-point exchanges\n", traits.display_name,
+                       traits.version, blocking ? "blocking" : "asynchronous");
+  }
   if (!several) {
     out << fmt::format("{} on {}: {} (global batch {}, seq {})\n\n",
                        report["model"].get<std::string>(), report["cluster"].get<std::string>(),

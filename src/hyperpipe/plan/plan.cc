@@ -149,7 +149,8 @@ Plan read_plan(const YamlField& root) {
                                   "predicted",
                                   "overlap_allreduce",
                                   "gradient_reduce_dtype",
-                                  "sequence_parallel"};
+                                  "sequence_parallel",
+                                  "runtime"};
   fields.insert(fields.end(), kPipelineFields.begin(), kPipelineFields.end());
   root.allow_only(fields);
   const YamlField format = root.required("format");
@@ -174,6 +175,15 @@ Plan read_plan(const YamlField& root) {
       entry.allow_only(kPipelineFields);
       read_pipeline(entry, plan.replicas.emplace_back());
     }
+  }
+  if (auto runtime = root.optional("runtime")) {
+    const auto framework = parse_framework(runtime->as_string());
+    if (!framework) runtime->fail(fmt::format("one of {}", fmt::join(framework_names(), ", ")));
+    if (const auto refused = refusal(plan, *framework)) {
+      runtime->fail(fmt::format("a framework that can run this plan ({}: {})", refused->field,
+                                refused->reason));
+    }
+    plan.runtime = *framework;
   }
   return plan;
 }

@@ -11,6 +11,7 @@
 #include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/model/dtype.h"
 #include "hyperpipe/model/layer.h"
+#include "hyperpipe/plan/framework.h"
 #include "hyperpipe/schedule/schedule.h"
 
 namespace hyperpipe::plan {
@@ -59,6 +60,9 @@ struct Plan : Pipeline {
   // Megatron-LM's sequence parallelism in every stage with tp > 1 (runtime/
   // sequence_parallel.h): the norms' and dropouts' activations split along the sequence.
   bool sequence_parallel = false;
+  // The framework meant to run the plan (framework.h): the simulator predicts it as that
+  // framework runs it, and reading refuses a plan it cannot express.
+  Framework runtime = Framework::hyperpipe;
   std::vector<Pipeline> replicas;
 
   int pipeline_count() const { return 1 + static_cast<int>(replicas.size()); }

@@ -89,6 +89,7 @@ std::optional<ScoredPlan> best_baseline(const cost::CostModel& costs, const Batc
         plan::Plan plan;
         plan.model = batch.model;
         plan.cluster = batch.cluster;
+        plan.runtime = batch.runtime;
         plan.seq_len = batch.seq_len;
         plan.micro_batch_size = b;
         plan.micro_batches = static_cast<int>(batch.global_batch / b);

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hyperpipe/planner/scored_plan.h"
@@ -23,11 +24,25 @@ std::optional<Baseline> parse_baseline(std::string_view name);
 std::vector<std::string> baseline_names();
 
 struct BatchSettings {
+  BatchSettings() = default;
+  BatchSettings(std::string model, std::string cluster, int64_t global_batch, int64_t seq_len,
+                std::vector<int64_t> micro_batch_sizes,
+                plan::Framework runtime = plan::Framework::hyperpipe)
+      : model(std::move(model)),
+        cluster(std::move(cluster)),
+        global_batch(global_batch),
+        seq_len(seq_len),
+        micro_batch_sizes(std::move(micro_batch_sizes)),
+        runtime(runtime) {}
+
   std::string model;  // references written into plans
   std::string cluster;
   int64_t global_batch = 1;
   int64_t seq_len = 0;                     // 0: the model's
   std::vector<int64_t> micro_batch_sizes;  // candidates
+  // The framework meant to run the plans (plan/framework.h): they are simulated as it runs
+  // them.
+  plan::Framework runtime = plan::Framework::hyperpipe;
 };
 
 // The fastest plan of this baseline that fits, or the fastest that does not if none fits;

@@ -27,8 +27,8 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
   };
   std::vector<Size> sizes;
   for (int64_t b : options.micro_batch_sizes) {
-    auto oracle =
-        std::make_unique<CostOracle>(costs, classes, b, seq, options.max_tp, options.only_dp);
+    auto oracle = std::make_unique<CostOracle>(costs, classes, b, seq, options.max_tp,
+                                               options.only_dp, options.only_tp);
     const int m = static_cast<int>(options.global_batch / b);
     const double bound = objective_lower_bound(*oracle, m);
     result.shapes[b] = oracle->all_shapes();

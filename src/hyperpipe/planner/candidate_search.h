@@ -35,6 +35,7 @@ struct CandidateOptions {
   int max_stages = 32;
   int max_tp = std::numeric_limits<int>::max();  // tensor parallelism at most this
   int only_dp = 0;                               // every stage this dp (0: any)
+  int only_tp = 0;                               // every stage this tp (0: any)
   int keep = 3;                                  // exact best pipelines wanted over all sizes
   bool every_order = false;  // every class order's best, no pruning across orders
 };

@@ -86,13 +86,13 @@ LayerCosts layer_costs(const cost::CostModel& costs, int layer, const cost::Devi
 }  // namespace
 
 CostOracle::CostOracle(const cost::CostModel& costs, const std::vector<DeviceClass>& classes,
-                       int64_t micro_batch, int64_t seq_len, int max_tp, int only_dp)
+                       int64_t micro_batch, int64_t seq_len, int max_tp, int only_dp, int only_tp)
     : layers_(costs.model().num_layers()), classes_(classes) {
   const auto& cluster = costs.cluster();
   const auto divisor = costs.model().config().tensor_parallel_divisor();
   for (size_t c = 0; c < classes_.size(); ++c) {
     const DeviceClass& cls = classes_[c];
-    shapes_.push_back(class_shapes(cls, divisor, micro_batch, max_tp, only_dp));
+    shapes_.push_back(class_shapes(cls, divisor, micro_batch, max_tp, only_dp, only_tp));
     std::vector<Table> tables;
     for (const Shape& shape : shapes_.back()) {
       Table table;

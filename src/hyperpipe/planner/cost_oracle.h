@@ -16,7 +16,7 @@ class CostOracle final : public StageOracle {
  public:
   CostOracle(const cost::CostModel& costs, const std::vector<DeviceClass>& classes,
              int64_t micro_batch, int64_t seq_len, int max_tp = std::numeric_limits<int>::max(),
-             int only_dp = 0);
+             int only_dp = 0, int only_tp = 0);
 
   int num_layers() const override { return layers_; }
   int num_classes() const override { return static_cast<int>(classes_.size()); }

@@ -38,7 +38,7 @@ std::vector<DeviceClass> device_classes(const cluster::Cluster& cluster) {
 }
 
 std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t tp_divisor, int64_t max_dp,
-                                int max_tp, int only_dp) {
+                                int max_tp, int only_dp, int only_tp) {
   std::vector<int> sizes;
   const int smallest = cls.nodes > kSubNodeGroupsUpToNodes ? cls.node_size : 1;  // see .h
   for (int size = smallest; size <= cls.node_size; ++size) {
@@ -53,6 +53,7 @@ std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t tp_divisor, int6
     for (int tp = 1; tp <= std::min({size, cls.node_size, max_tp}); tp *= 2) {
       if (size % tp != 0 || cls.node_size % tp != 0 || tp_divisor % tp != 0) continue;
       if (size / tp > max_dp || (only_dp != 0 && size / tp != only_dp)) continue;
+      if (only_tp != 0 && tp != only_tp) continue;
       shapes.push_back({size / tp, tp});
     }
   }

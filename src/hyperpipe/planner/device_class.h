@@ -36,9 +36,10 @@ inline constexpr int kSubNodeGroupsUpToNodes = 4;
 // within a node that divides `tp_divisor` (the model's tensor_parallel_divisor(): heads,
 // key/value heads and MLP columns split evenly); at most `max_dp` data-parallel ranks
 // (each needs at least one sequence of the micro-batch); tp at most `max_tp`; dp exactly
-// `only_dp` when that is not 0.
+// `only_dp` when that is not 0, tp exactly `only_tp` when that is not 0.
 std::vector<Shape> class_shapes(const DeviceClass& cls, int64_t tp_divisor, int64_t max_dp,
-                                int max_tp = std::numeric_limits<int>::max(), int only_dp = 0);
+                                int max_tp = std::numeric_limits<int>::max(), int only_dp = 0,
+                                int only_tp = 0);
 
 // Every order of every non-empty subset of `classes` (indices), shorter prefixes first in
 // depth-first order: the class orders a pipeline may take.

@@ -132,6 +132,7 @@ class Enumeration {
     plan::Plan plan;
     plan.model = options_.batch.model;
     plan.cluster = options_.batch.cluster;
+    plan.runtime = options_.batch.runtime;
     plan.seq_len = options_.batch.seq_len;
     try {
       plan.pipeline(0) =

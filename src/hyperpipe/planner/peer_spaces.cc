@@ -154,6 +154,7 @@ class PeerSearch {
     plan::Plan plan;
     plan.model = batch_.model;
     plan.cluster = batch_.cluster;
+    plan.runtime = batch_.runtime;
     plan.seq_len = batch_.seq_len;
     try {
       plan.pipeline(0) =

@@ -26,13 +26,16 @@ std::string PlanSpace::limits_text() const {
   if (max_stages != defaults.max_stages) add("--max-stages " + std::to_string(max_stages));
   if (max_tp != defaults.max_tp) add("--max-tp " + std::to_string(max_tp));
   if (same_dp) add("--same-dp");
+  if (same_tp) add("--same-tp");
   if (micro_batch != 0) add("--micro-batch " + std::to_string(micro_batch));
   if (!schedules.empty()) add("--schedule " + schedules_text());
   return text;
 }
 
 bool within(const plan::Plan& plan, const PlanSpace& space) {
-  if ((space.same_dp || space.micro_batch) && plan.pipeline_count() != 1) return false;
+  if ((space.same_dp || space.same_tp || space.micro_batch) && plan.pipeline_count() != 1) {
+    return false;
+  }
   if (space.micro_batch && plan.micro_batch_size != space.micro_batch) return false;
   for (int p = 0; p < plan.pipeline_count(); ++p) {
     const auto& pipeline = plan.pipeline(p);
@@ -40,6 +43,7 @@ bool within(const plan::Plan& plan, const PlanSpace& space) {
     for (const auto& stage : pipeline.stages) {
       if (stage.tp > space.max_tp) return false;
       if (space.same_dp && stage.dp != pipeline.stages.front().dp) return false;
+      if (space.same_tp && stage.tp != pipeline.stages.front().tp) return false;
     }
   }
   return true;

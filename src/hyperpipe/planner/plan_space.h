@@ -32,6 +32,8 @@ struct PlanSpace {
   int max_tp = std::numeric_limits<int>::max();
   // Every stage the same data-parallel degree (Megatron-LM and DeepSpeed require it).
   bool same_dp = false;
+  // Every stage the same tensor-parallel degree (as same_dp).
+  bool same_tp = false;
   // One micro-batch size (0: every size of micro_batch_sizes); one pipeline then.
   int64_t micro_batch = 0;
   // The schedule kinds a plan may use; empty: every kind.

@@ -25,16 +25,17 @@ std::string order_label(const std::vector<DeviceClass>& classes, const std::vect
   return label;
 }
 
-// The dp values a same-dp search tries: every dp some class's shapes offer.
-std::vector<int> dp_values(const cost::CostModel& costs, const std::vector<DeviceClass>& classes,
-                           const PlanRequest& request) {
+// The dp (or tp) values a same-dp (same-tp) search tries: every one some class's shapes
+// offer.
+std::vector<int> shape_values(const cost::CostModel& costs, const std::vector<DeviceClass>& classes,
+                              const PlanRequest& request, int Shape::*degree) {
   int64_t largest = 1;
   for (int64_t b : request.batch.micro_batch_sizes) largest = std::max(largest, b);
   std::vector<int> values;
   for (const auto& cls : classes) {
     for (const Shape& shape : class_shapes(cls, costs.model().config().tensor_parallel_divisor(),
                                            largest, request.space.max_tp)) {
-      values.push_back(shape.dp);
+      values.push_back(shape.*degree);
     }
   }
   std::sort(values.begin(), values.end());
@@ -44,11 +45,33 @@ std::vector<int> dp_values(const cost::CostModel& costs, const std::vector<Devic
 
 }  // namespace
 
+void restrict_to_framework(plan::Framework framework, PlanRequest& request) {
+  const auto& traits = plan::traits(framework);
+  request.batch.runtime = framework;
+  auto& space = request.space;
+  std::vector<schedule::ScheduleKind> kinds;
+  for (auto kind : traits.schedules) {
+    if (space.allows(kind)) kinds.push_back(kind);
+  }
+  if (kinds.empty()) {
+    std::vector<std::string> names;
+    for (auto kind : traits.schedules) names.emplace_back(schedule::to_string(kind));
+    throw InputError(
+        "--schedule", space.schedules_text(),
+        fmt::format("a schedule {} runs: {}", traits.display_name, fmt::join(names, ", ")));
+  }
+  space.schedules = kinds;
+  space.same_dp = space.same_dp || traits.uniform_shape;
+  space.same_tp = space.same_tp || traits.uniform_shape;
+  request.replicas = request.replicas && traits.replicas;
+}
+
 PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   const auto classes = device_classes(costs.cluster());
   PlanResult result;
 
-  // 1. The search, for every micro-batch size (and, for one dp on every stage, every dp).
+  // 1. The search, for every micro-batch size (and, for one dp or tp on every stage, every
+  // dp and tp).
   CandidateOptions options;
   options.global_batch = request.batch.global_batch;
   options.seq_len = request.batch.seq_len;
@@ -58,10 +81,16 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   options.keep = kRescoredCandidates;
   options.every_order = request.every_order;
   std::vector<CandidateSearch> searches;
-  for (int dp : request.space.same_dp ? dp_values(costs, classes, request) : std::vector<int>{0}) {
-    options.only_dp = dp;
-    searches.push_back(search_candidates(costs, classes, options));
-    result.search_seconds += searches.back().seconds;
+  const auto values = [&](bool same, int Shape::*degree) {
+    return same ? shape_values(costs, classes, request, degree) : std::vector<int>{0};
+  };
+  for (int dp : values(request.space.same_dp, &Shape::dp)) {
+    for (int tp : values(request.space.same_tp, &Shape::tp)) {
+      options.only_dp = dp;
+      options.only_tp = tp;
+      searches.push_back(search_candidates(costs, classes, options));
+      result.search_seconds += searches.back().seconds;
+    }
   }
   struct Found {
     const Candidate* candidate;
@@ -104,6 +133,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     plan::Plan plan;
     plan.model = request.batch.model;
     plan.cluster = request.batch.cluster;
+    plan.runtime = request.batch.runtime;
     plan.seq_len = request.batch.seq_len;
     try {
       plan.pipeline(0) = to_pipeline(*candidate, classes, search->shapes.at(candidate->micro_batch),
@@ -159,7 +189,8 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   }
 
   // 3. Pipelines of different composition side by side, each with its share of the batch.
-  if (request.replicas && !request.space.same_dp && !request.space.micro_batch) {
+  if (request.replicas && !request.space.same_dp && !request.space.same_tp &&
+      !request.space.micro_batch) {
     const auto start = std::chrono::steady_clock::now();
     for (auto& scored : search_replicas(costs, classes, {request.batch, request.space})) {
       result.per_order.push_back(scored);

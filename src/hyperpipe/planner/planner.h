@@ -51,6 +51,12 @@ struct PlanResult {
   double replica_seconds = 0;  // the search over pipelines of different composition
 };
 
+// Plans only `framework` can express (plan/framework.h: its schedules among those the
+// request allows, one dp and tp on every stage where it needs them, no pipelines of
+// different composition where it runs one), costed as it runs them. Throws InputError
+// (naming --schedule) when it runs none of the schedules the request allows.
+void restrict_to_framework(plan::Framework framework, PlanRequest& request);
+
 // Throws InputError (naming --model and --cluster) with the numbers when nothing fits.
 PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request);
 

@@ -149,6 +149,7 @@ std::optional<ScoredPlan> best_of_split(const cost::CostModel& costs,
     plan::Plan plan;
     plan.model = options.batch.model;
     plan.cluster = options.batch.cluster;
+    plan.runtime = options.batch.runtime;
     plan.seq_len = options.batch.seq_len;
     std::string label;
     double estimate = 0;  // the slowest pipeline's, without the sum across pipelines

@@ -21,7 +21,23 @@ bool simulatable(const plan::Plan& plan) {
   return true;
 }
 
+namespace {
+
+// A framework with one recomputation flag for the whole run recomputes on every stage as
+// much as the stage that needs most.
+void recompute_alike(plan::Plan& plan) {
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    auto& stages = plan.pipeline(p).stages;
+    model::Recompute most = model::Recompute::none;
+    for (const auto& stage : stages) most = std::max(most, stage.recompute);
+    for (auto& stage : stages) stage.recompute = most;
+  }
+}
+
+}  // namespace
+
 ScoredPlan score_plan(const cost::CostModel& costs, plan::Plan plan, std::string label) {
+  if (plan::traits(plan.runtime).uniform_recompute) recompute_alike(plan);
   ScoredPlan scored;
   scored.label = std::move(label);
   scored.simulation = sim::simulate_plan(costs, plan);
@@ -179,6 +195,7 @@ std::optional<ScoredPlan> best_schedule(const cost::CostModel& costs, const plan
         continue;
       }
       for (bool overlap : {false, true}) {
+        if (overlap && !plan::traits(candidate.runtime).overlapped_grad_reduce) continue;
         candidate.overlap_allreduce = overlap;
         if (!simulatable(candidate)) continue;
         ScoredPlan scored = score_plan(costs, candidate, label);

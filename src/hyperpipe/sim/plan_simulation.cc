@@ -197,7 +197,7 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
       tied_embedding_time(costs, groups.front(), groups.back(),
                           slowest_pair_link(cluster, groups.front(), groups.back()));
   input.global_norm = global_norm_time(costs, plan);
-  input.p2p = options.p2p;
+  input.p2p = options.p2p.value_or(plan::blocks_on_p2p(plan) ? P2pMode::blocking : P2pMode::async);
   return input;
 }
 

@@ -2,6 +2,7 @@
 // the plan's schedule with its communication, and the figures a user asks for.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,9 +17,10 @@ namespace hyperpipe::sim {
 struct SimOptions {
   // A replay: these stages' compute as a run measured it instead of the cost model's.
   const MeasuredComputes* measured = nullptr;
-  // How the framework that runs the plan exchanges activations and gradients: ours posts
-  // them asynchronously; `blocking` predicts DeepSpeed's or Megatron-LM's pipeline.
-  P2pMode p2p = P2pMode::async;
+  // How the framework that runs the plan exchanges activations and gradients; unset: as
+  // the plan's `runtime` does (plan/framework.h: ours posts them asynchronously,
+  // DeepSpeed's and Megatron-LM's 1F1B block).
+  std::optional<P2pMode> p2p;
 };
 
 struct StageReport {

@@ -1,0 +1,147 @@
+#include "hyperpipe/plan/framework.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+#include "hyperpipe/plan/plan.h"
+
+namespace hyperpipe::plan {
+namespace {
+
+using schedule::ScheduleKind;
+
+constexpr std::array kNames{"hyperpipe", "megatron", "deepspeed", "torchtitan"};
+
+const std::array<FrameworkTraits, 4>& all_traits() {
+  static const std::array<FrameworkTraits, 4> table = [] {
+    std::array<FrameworkTraits, 4> t{};
+    // HyperPipe's own runtime: every plan of the planner's space (runtime/executor.h).
+    t[0].framework = Framework::hyperpipe;
+    t[0].display_name = "HyperPipe";
+    t[0].version = "this build";
+    t[0].schedules = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved,
+                      ScheduleKind::zb_h1, ScheduleKind::hetero_1f1b};
+    // Megatron-LM (core_r0.13): megatron/core/pipeline_parallel/schedules.py runs 1F1B
+    // (forward_backward_pipelining_without_interleaving) and interleaved 1F1B
+    // (--num-layers-per-virtual-pipeline-stage); its 1F1B exchanges through
+    // p2p_communication.send_forward_recv_backward and friends, which wait for the
+    // transfer before the next compute; --overlap-p2p-comm, for the interleaved schedule
+    // only, posts those beside the next chunk's compute (an exported plan sets it).
+    // --overlap-grad-reduce sums each bucket during the backward. One
+    // --tensor-model-parallel-size and one data-parallel size for the whole model (the
+    // rank grid of parallel_state.initialize_model_parallel); one --recompute-granularity.
+    // Uneven layer splits: --pipeline-model-parallel-layout.
+    t[1].framework = Framework::megatron;
+    t[1].display_name = "Megatron-LM";
+    t[1].version = "core_r0.13";
+    t[1].blocking_p2p = true;
+    t[1].interleaved_p2p_overlapped = true;
+    t[1].schedules = {ScheduleKind::one_f_one_b, ScheduleKind::interleaved};
+    t[1].any_warmup = false;
+    t[1].uniform_shape = true;
+    t[1].uniform_recompute = true;
+    t[1].replicas = false;
+    // DeepSpeed (0.16): deepspeed/runtime/pipe/schedule.py's TrainSchedule is its only
+    // training schedule (1F1B order); deepspeed/runtime/pipe/p2p.py sends and receives
+    // with blocking dist.send / dist.recv; the engine's ReduceGrads instruction sums the
+    // gradients after the last micro-batch's backward. One grid of pipe × data × model
+    // parallel ranks (deepspeed/runtime/pipe/topology.py); one activation-checkpointing
+    // setting.
+    t[2].framework = Framework::deepspeed;
+    t[2].display_name = "DeepSpeed";
+    t[2].version = "0.16";
+    t[2].blocking_p2p = true;
+    t[2].overlapped_grad_reduce = false;
+    t[2].schedules = {ScheduleKind::one_f_one_b};
+    t[2].any_warmup = false;
+    t[2].uniform_shape = true;
+    t[2].uniform_recompute = true;
+    t[2].replicas = false;
+    // torchtitan (2025, on torch.distributed.pipelining of PyTorch 2.7): schedules GPipe,
+    // 1F1B, Interleaved1F1B and others of its own (ZBVZeroBubble is not ZB-H1's order);
+    // sends posted with batch_isend_irecv beside compute; FSDP reduce-scatters gradients
+    // during the backward. One mesh of pp × dp × tp (torchtitan/distributed/
+    // parallel_dims.py); one activation_checkpoint.mode.
+    t[3].framework = Framework::torchtitan;
+    t[3].display_name = "torchtitan";
+    t[3].version = "main of 2025, PyTorch 2.7";
+    t[3].schedules = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved};
+    t[3].any_warmup = false;
+    t[3].uniform_shape = true;
+    t[3].uniform_recompute = true;
+    t[3].replicas = false;
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+std::string_view to_string(Framework framework) {
+  return kNames.at(static_cast<size_t>(framework));
+}
+
+std::optional<Framework> parse_framework(std::string_view name) {
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (name == kNames[i]) return static_cast<Framework>(i);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> framework_names() {
+  return {kNames.begin(), kNames.end()};
+}
+
+const FrameworkTraits& traits(Framework framework) {
+  return all_traits().at(static_cast<size_t>(framework));
+}
+
+bool blocks_on_p2p(const Plan& plan) {
+  const FrameworkTraits& t = traits(plan.runtime);
+  return t.blocking_p2p &&
+         !(t.interleaved_p2p_overlapped && plan.schedule == schedule::ScheduleKind::interleaved);
+}
+
+std::optional<Refusal> refusal(const Plan& plan, Framework framework) {
+  const FrameworkTraits& t = traits(framework);
+  const std::string who(t.display_name);
+  if (!t.replicas && !plan.replicas.empty()) {
+    return Refusal{"replicas", fmt::format("{} runs one pipeline shape; this plan has {} pipelines "
+                                           "of different composition",
+                                           who, plan.pipeline_count())};
+  }
+  if (std::find(t.schedules.begin(), t.schedules.end(), plan.schedule) == t.schedules.end()) {
+    std::vector<std::string> names;
+    for (auto kind : t.schedules) names.emplace_back(schedule::to_string(kind));
+    return Refusal{"schedule", fmt::format("{} runs {}, not {}", who, fmt::join(names, ", "),
+                                           schedule::to_string(plan.schedule))};
+  }
+  if (!t.any_warmup && !plan.warmup.empty()) {
+    return Refusal{"schedule.warmup", fmt::format("{} sets no warm-up depth per stage", who)};
+  }
+  if (!t.overlapped_grad_reduce && plan.overlap_allreduce) {
+    return Refusal{"overlap_allreduce",
+                   fmt::format("{} sums the gradients after the pipeline's last backward", who)};
+  }
+  const auto& stages = plan.stages;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const auto& first = stages.front();
+    if (t.uniform_shape && (stages[s].dp != first.dp || stages[s].tp != first.tp)) {
+      return Refusal{fmt::format("stages[{}]", s),
+                     fmt::format("{} uses one data- and one tensor-parallel size for every stage; "
+                                 "stage 0 has dp {} × tp {}, stage {} dp {} × tp {}",
+                                 who, first.dp, first.tp, s, stages[s].dp, stages[s].tp)};
+    }
+    if (t.uniform_recompute && stages[s].recompute != first.recompute) {
+      return Refusal{
+          fmt::format("stages[{}].recompute", s),
+          fmt::format("{} recomputes alike on every stage; stage 0 has {}, stage {} {}", who,
+                      model::to_string(first.recompute), s, model::to_string(stages[s].recompute))};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace hyperpipe::plan

@@ -1,0 +1,58 @@
+// The training frameworks a plan may be meant for, and what tells them apart for planning:
+// how their pipelines exchange activations, which schedules and plan shapes they can
+// express. HyperPipe's own runtime runs every plan; the others only some, each fact named
+// with its source beside it (framework.cc).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hyperpipe/schedule/schedule.h"
+
+namespace hyperpipe::plan {
+
+struct Plan;
+
+enum class Framework { hyperpipe, megatron, deepspeed, torchtitan };
+
+// "hyperpipe", "megatron", "deepspeed", "torchtitan".
+std::string_view to_string(Framework framework);
+std::optional<Framework> parse_framework(std::string_view name);
+std::vector<std::string> framework_names();
+
+struct FrameworkTraits {
+  Framework framework = Framework::hyperpipe;
+  std::string_view display_name;  // "Megatron-LM"
+  std::string_view version;       // the release these facts were read from
+  // Its 1F1B exchanges block the compute stream with send/receive pairs with the
+  // neighbour (sim::P2pMode::blocking) instead of posting them beside compute.
+  bool blocking_p2p = false;
+  // Except under the interleaved schedule, whose exchanges it posts beside compute.
+  bool interleaved_p2p_overlapped = false;
+  // It can sum a chunk's gradients over dp while the backward goes on.
+  bool overlapped_grad_reduce = true;
+  std::vector<schedule::ScheduleKind> schedules;  // those it runs
+  bool any_warmup = true;                         // per-stage warm-up depths (hetero-1F1B)
+  bool uniform_shape = false;                     // one dp and one tp for every stage
+  // One recomputation setting for every stage (a flag of the whole run).
+  bool uniform_recompute = false;
+  bool replicas = true;  // pipelines of different composition side by side
+};
+
+const FrameworkTraits& traits(Framework framework);
+
+// Whether the plan's runtime blocks compute on its point-to-point exchanges, under the
+// plan's schedule.
+bool blocks_on_p2p(const Plan& plan);
+
+// Why `framework` cannot run `plan`: the plan field at fault and the reason; nullopt when
+// it can.
+struct Refusal {
+  std::string field;
+  std::string reason;
+};
+std::optional<Refusal> refusal(const Plan& plan, Framework framework);
+
+}  // namespace hyperpipe::plan
