@@ -1,6 +1,7 @@
 // The `hyperpipe` binary as a user runs it: output, JSON, exit codes.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -331,6 +332,27 @@ TEST(Cli, SimulateAndPlanForAnotherFramework) {
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.err.find("a schedule Megatron-LM runs: 1f1b, interleaved"), std::string::npos)
       << none.err;
+}
+
+TEST(Cli, ExportWritesEachFrameworksFilesOrNothing) {
+  const std::string plan = kExamples + "/plans/tiny-gpt-3stage.json";
+  const std::string folder = hyperpipe::testing::temp_path("exported-megatron");
+  std::filesystem::remove_all(folder);
+  const Result r = run("export --plan " + plan + " --to megatron --out " + folder);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(slurp(folder + "/megatron-args.sh").find("--pipeline-model-parallel-layout"),
+            std::string::npos);
+  EXPECT_EQ(slurp(folder + "/rankfile").rfind("rank 0=", 0), 0u);
+  EXPECT_NE(r.out.find("exported for Megatron-LM"), std::string::npos) << r.out;
+  // A plan DeepSpeed cannot express: exit 2, the reason, and no folder.
+  const std::string refused_folder = hyperpipe::testing::temp_path("exported-refused");
+  std::filesystem::remove_all(refused_folder);
+  const Result refused = run("export --plan " + kExamples +
+                             "/plans/gpt3-2.7b-4stage.json --to deepspeed --out " + refused_folder);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("a plan DeepSpeed can run"), std::string::npos) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(refused_folder));
+  EXPECT_EQ(run("export --plan " + plan + " --to colossalai --out " + folder).exit_code, 2);
 }
 
 #ifdef HYPERPIPE_WORKER_BINARY

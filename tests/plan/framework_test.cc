@@ -64,7 +64,11 @@ TEST(Framework, EachRefusalNamesItsField) {
   EXPECT_EQ(refused(mixed_tp, Framework::torchtitan), "stages[1]");
   Plan recompute = common_plan();
   recompute.stages[0].recompute = model::Recompute::selective;
-  EXPECT_EQ(refused(recompute, Framework::deepspeed), "stages[1].recompute");
+  EXPECT_EQ(refused(recompute, Framework::megatron), "stages[1].recompute");
+  Plan selective = common_plan();
+  for (auto& stage : selective.stages) stage.recompute = model::Recompute::selective;
+  EXPECT_EQ(refused(selective, Framework::deepspeed), "stages[0].recompute");
+  EXPECT_EQ(refused(selective, Framework::megatron), "(runs)");
   // Schedules: who runs which.
   const auto under = [&](ScheduleKind kind, Framework framework) {
     Plan plan = common_plan();

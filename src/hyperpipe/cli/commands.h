@@ -14,6 +14,7 @@ void add_schedule_command(CLI::App& app, std::ostream& out);
 void add_simulate_command(CLI::App& app, std::ostream& out);
 void add_plan_command(CLI::App& app, std::ostream& out);
 void add_compare_command(CLI::App& app, std::ostream& out);
+void add_export_command(CLI::App& app, std::ostream& out);
 // Starts hyperpipe-worker processes; needs no libtorch itself.
 void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err);
 // hyperpipe-worker's (with libtorch); `hyperpipe` hands them on (worker.h).

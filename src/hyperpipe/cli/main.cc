@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
       planning(cli::add_plan_command),
       planning(cli::add_simulate_command),
       planning(cli::add_compare_command),
+      planning(cli::add_export_command),
       cli::worker_command(
           "profile", "Measure each layer kind of a model on this device into a profile database",
           argc, args),

@@ -47,8 +47,8 @@ const std::array<FrameworkTraits, 4>& all_traits() {
     // training schedule (1F1B order); deepspeed/runtime/pipe/p2p.py sends and receives
     // with blocking dist.send / dist.recv; the engine's ReduceGrads instruction sums the
     // gradients after the last micro-batch's backward. One grid of pipe × data × model
-    // parallel ranks (deepspeed/runtime/pipe/topology.py); one activation-checkpointing
-    // setting.
+    // parallel ranks (deepspeed/runtime/pipe/topology.py); PipelineModule's
+    // activation_checkpoint_interval recomputes whole layers, the same on every stage.
     t[2].framework = Framework::deepspeed;
     t[2].display_name = "DeepSpeed";
     t[2].version = "0.16";
@@ -58,6 +58,7 @@ const std::array<FrameworkTraits, 4>& all_traits() {
     t[2].any_warmup = false;
     t[2].uniform_shape = true;
     t[2].uniform_recompute = true;
+    t[2].selective_recompute = false;
     t[2].replicas = false;
     // torchtitan (2025, on torch.distributed.pipelining of PyTorch 2.7): schedules GPipe,
     // 1F1B, Interleaved1F1B and others of its own (ZBVZeroBubble is not ZB-H1's order);
@@ -126,6 +127,11 @@ std::optional<Refusal> refusal(const Plan& plan, Framework framework) {
                    fmt::format("{} sums the gradients after the pipeline's last backward", who)};
   }
   const auto& stages = plan.stages;
+  if (!t.selective_recompute && !stages.empty() &&
+      stages.front().recompute == model::Recompute::selective) {
+    return Refusal{"stages[0].recompute",
+                   fmt::format("{} recomputes whole layers, not selectively", who)};
+  }
   for (size_t s = 0; s < stages.size(); ++s) {
     const auto& first = stages.front();
     if (t.uniform_shape && (stages[s].dp != first.dp || stages[s].tp != first.tp)) {

@@ -38,6 +38,7 @@ struct FrameworkTraits {
   bool uniform_shape = false;                     // one dp and one tp for every stage
   // One recomputation setting for every stage (a flag of the whole run).
   bool uniform_recompute = false;
+  bool selective_recompute = true;  // recomputes attention alone (else whole layers)
   bool replicas = true;  // pipelines of different composition side by side
 };
 

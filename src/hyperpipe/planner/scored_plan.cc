@@ -24,12 +24,14 @@ bool simulatable(const plan::Plan& plan) {
 namespace {
 
 // A framework with one recomputation flag for the whole run recomputes on every stage as
-// much as the stage that needs most.
+// much as the stage that needs most (whole layers where it recomputes nothing less).
 void recompute_alike(plan::Plan& plan) {
+  const bool selective = plan::traits(plan.runtime).selective_recompute;
   for (int p = 0; p < plan.pipeline_count(); ++p) {
     auto& stages = plan.pipeline(p).stages;
     model::Recompute most = model::Recompute::none;
     for (const auto& stage : stages) most = std::max(most, stage.recompute);
+    if (most == model::Recompute::selective && !selective) most = model::Recompute::full;
     for (auto& stage : stages) stage.recompute = most;
   }
 }
