@@ -9,7 +9,8 @@ set -euo pipefail
 # libtorch because without it CPU training runs an order of magnitude slower. clang and its
 # runtime (libFuzzer, sanitizers) build the fuzz harnesses and the sanitizer tests.
 # iproute2 (ip, tc) builds the network lab (scripts/netlab.sh), whose runs also start
-# through Open MPI's mpirun (openmpi-bin).
+# through Open MPI's mpirun (openmpi-bin). pybind11 and Python's headers build the Python
+# module (`import hyperpipe`).
 PACKAGES=(
   build-essential cmake ninja-build ccache clang-format git python3
   clang libclang-rt-14-dev clang-tidy
@@ -17,6 +18,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libopenblas0-openmp libgloo-dev
   iproute2 openmpi-bin
+  pybind11-dev python3-dev
 )
 
 missing=()

@@ -39,7 +39,7 @@ struct FrameworkTraits {
   // One recomputation setting for every stage (a flag of the whole run).
   bool uniform_recompute = false;
   bool selective_recompute = true;  // recomputes attention alone (else whole layers)
-  bool replicas = true;  // pipelines of different composition side by side
+  bool replicas = true;             // pipelines of different composition side by side
 };
 
 const FrameworkTraits& traits(Framework framework);
