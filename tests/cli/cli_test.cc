@@ -325,6 +325,10 @@ TEST(Cli, SimulateAndPlanForAnotherFramework) {
       << planned.out;
   const auto doc = nlohmann::json::parse(slurp(out));
   EXPECT_EQ(doc["runtime"], "deepspeed");
+  // Sharded optimizer state where a stage has dp > 1 (DeepSpeed's ZeRO stage 1).
+  bool data_parallel = false;
+  for (const auto& stage : doc["stages"]) data_parallel = data_parallel || stage["dp"] > 1;
+  EXPECT_EQ(doc.value("shard_optimizer", false), data_parallel);
   EXPECT_EQ(doc["schedule"]["kind"], "1f1b");
   const Result none = run("plan --model " + kExamples +
                           "/models/tiny-gpt.yaml --cluster cpu-emulated --global-batch 16 "
@@ -356,6 +360,27 @@ TEST(Cli, ExportWritesEachFrameworksFilesOrNothing) {
 }
 
 #ifdef HYPERPIPE_WORKER_BINARY
+// Planned for Megatron-LM with its distributed optimizer: simulated as planned, but our
+// runtime, which keeps whole optimizer state, refuses to run it before starting anything.
+TEST(Cli, OurRuntimeRefusesAShardedOptimizerItDoesNotRun) {
+  const std::string plan = write_temp_file("sharded-megatron.json", R"({
+    "format": "hyperpipe.plan/1", "model": ")" + kExamples + R"(/models/tiny-gpt.yaml",
+    "cluster": ")" + kExamples + R"(/clusters/cpu-one-node.yaml", "runtime": "megatron",
+    "shard_optimizer": true, "micro_batch_size": 4, "micro_batches": 2,
+    "stages": [{"layers": [0, 4], "devices": [0, 1], "dp": 2},
+               {"layers": [4, 8], "devices": [2, 3], "dp": 2}]})");
+  EXPECT_EQ(run("simulate --plan " + plan).exit_code, 0);
+  for (const std::string command : {"launch", "train"}) {
+    const Result r =
+        run(command + " --plan " + plan + " --data " + kExamples + "/data/corpus.txt --steps 1");
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_NE(r.err.find("shard_optimizer: expected a plan HyperPipe's runtime can run (HyperPipe "
+                         "keeps the whole optimizer state"),
+              std::string::npos)
+        << command << ": " << r.err;
+  }
+}
+
 TEST(Cli, ProfileLinksNeedsALaunchersProcesses) {
   // Alone, `profile --links` would measure nothing across hosts: it says how to start it.
   const Result r = run("profile --links --cluster lab-two-hosts --out " +

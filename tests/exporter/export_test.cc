@@ -104,6 +104,25 @@ TEST_F(PlannedForMegatron, EveryLayerOnceInEachFormat) {
   for (size_t s = 0; s + 1 < parts.size(); ++s) EXPECT_LT(parts[s], parts[s + 1]);
 }
 
+TEST_F(PlannedForMegatron, ShardedOptimizerStateInEachFramesTerms) {
+  const auto flags = [&](bool shard) {
+    plan.shard_optimizer = shard;
+    return named(export_plan(plan, model, cluster, plan::Framework::megatron), "megatron-args.sh")
+               .text.find("--use-distributed-optimizer") != std::string::npos;
+  };
+  EXPECT_TRUE(flags(true));
+  EXPECT_FALSE(flags(false));
+  plan.shard_optimizer = true;
+  EXPECT_NE(named(export_plan(plan, model, cluster, plan::Framework::deepspeed), "ds_config.json")
+                .text.find("\"stage\": 1"),
+            std::string::npos);
+  const std::string toml =
+      named(export_plan(plan, model, cluster, plan::Framework::torchtitan), "torchtitan.toml").text;
+  EXPECT_NE(toml.find("data_parallel_shard_degree = 4\ndata_parallel_replicate_degree = 1"),
+            std::string::npos)
+      << toml;
+}
+
 TEST_F(PlannedForMegatron, WhatATargetCannotExpressIsRefused) {
   plan::Plan gpipe = plan;
   gpipe.schedule = schedule::ScheduleKind::gpipe;

@@ -84,6 +84,11 @@ TEST(Framework, EachRefusalNamesItsField) {
   overlapped.overlap_allreduce = true;
   EXPECT_EQ(refused(overlapped, Framework::deepspeed), "overlap_allreduce");
   EXPECT_EQ(refused(overlapped, Framework::megatron), "(runs)");
+  Plan sharded = common_plan();
+  sharded.shard_optimizer = true;
+  EXPECT_EQ(refused(sharded, Framework::hyperpipe), "shard_optimizer");  // not yet
+  EXPECT_EQ(refused(sharded, Framework::megatron), "(runs)");
+  EXPECT_EQ(refused(sharded, Framework::deepspeed), "(runs)");
   Plan two_pipelines = common_plan();
   two_pipelines.replicas.push_back(common_plan());
   EXPECT_EQ(refused(two_pipelines, Framework::megatron), "replicas");

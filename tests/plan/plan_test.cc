@@ -57,8 +57,10 @@ TEST(Plan, RuntimeRoundTripsAndDefaultsToHyperPipe) {
   EXPECT_EQ(plan.runtime, Framework::hyperpipe);
   EXPECT_FALSE(to_json(plan).contains("runtime"));
   plan.runtime = Framework::torchtitan;
+  plan.shard_optimizer = true;
   const std::string path = write_temp_file("torchtitan.json", to_json(plan).dump(2));
   EXPECT_EQ(load_plan(path).runtime, Framework::torchtitan);
+  EXPECT_TRUE(load_plan(path).shard_optimizer);
 }
 
 TEST(Plan, ReplicasOfOtherCompositionTakeTheirOwnShare) {
@@ -167,10 +169,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadInputCase{PLAN_HEAD R"("runtime": "colossalai",
                      "stages": [{"layers": [0, 14], "devices": [0]}]})",
                      "field 'runtime': expected one of hyperpipe, megatron, deepspeed, torchtitan"},
-        BadInputCase{PLAN_HEAD R"("runtime": "deepspeed", "schedule": "zb-h1",
+        BadInputCase{
+            PLAN_HEAD R"("runtime": "deepspeed", "schedule": "zb-h1",
                      "stages": [{"layers": [0, 7], "devices": [0]}, {"layers": [7, 14], "devices": [1]}]})",
-                     "expected a framework that can run this plan (schedule: DeepSpeed runs 1f1b, "
-                     "not zb-h1)"}));
+            "expected a plan DeepSpeed can run (schedule: DeepSpeed runs 1f1b, not zb-h1)"},
+        BadInputCase{PLAN_HEAD R"("shard_optimizer": true,
+                     "stages": [{"layers": [0, 14], "devices": [0, 1], "dp": 2}]})",
+                     "expected a plan HyperPipe can run (shard_optimizer: HyperPipe keeps the "
+                     "whole optimizer state on every data-parallel rank)"}));
 
 struct MisfitCase {
   const char* stages;

@@ -54,6 +54,7 @@ void check_before_launch(const LaunchArgs& args, const std::vector<std::string>&
                          std::ostream& err) {
   const auto dtype = option_value(extras, "--dtype");
   const auto checked = plan::load_checked_plan(args.plan, option_value(extras, "--cluster"));
+  plan::check_runs_here(checked.plan, args.plan);
   const std::string run_dtype =
       dtype ? *dtype : std::string(model::to_string(checked.model.config().dtype));
   if (run_dtype != "bf16" && run_dtype != "fp16") return;

@@ -108,6 +108,7 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
     // The report's inputs are checked before the run, as the runtime checks its own.
     const auto [plan, model, cluster] =
         plan::load_checked_plan(options->plan_path, options->cluster);
+    plan::check_runs_here(plan, options->plan_path);
     if (*check_only) {
       runtime::check_run(*options);
       out << fmt::format("{}: ready to train in {}\n", options->plan_path,

@@ -212,7 +212,8 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
   StageMemory memory;
   memory.weights = params * element_bytes;
   memory.gradients = params * gradient_bytes_per_element();
-  memory.optimizer = params * ((has_master ? kMasterWeightBytes : 0.0) + kAdamMomentBytes);
+  memory.optimizer = params * ((has_master ? kMasterWeightBytes : 0.0) + kAdamMomentBytes) /
+                     (options_.shard_optimizer ? group.dp : 1);
   const cluster::GpuType& type = cluster_.gpu_type(group.gpu_type);
   memory.reserved = reserved_memory(type);
   const model::Workload work = workload(ceil_div(micro_batch, group.dp), seq_len, group.tp);
@@ -290,11 +291,19 @@ double CostModel::allreduce_time(double bytes, int ranks, const cluster::Link& l
 }
 
 double CostModel::gradient_allreduce_time(int first, int last, const DeviceGroup& group) const {
-  return allreduce_time(range_params(first, last, group.tp) * reduce_bytes_per_element(), group.dp,
-                        group.dp_link);
+  const double params = range_params(first, last, group.tp);
+  const double gradients =
+      allreduce_time(params * reduce_bytes_per_element(), group.dp, group.dp_link);
+  if (!options_.shard_optimizer) return gradients;
+  // A ring reduce-scatter and a ring all-gather are each half a ring all-reduce of the same
+  // bytes: the gradients scattered, the updated weights gathered.
+  const double element_bytes = model::bytes_per_element(model_.config().dtype);
+  return gradients / 2 + allreduce_time(params * element_bytes, group.dp, group.dp_link) / 2;
 }
 
 double CostModel::optimizer_time(int first, int last, const DeviceGroup& group) const {
+  // Sharded, each rank steps its 1/dp of the parameters.
+  const double shards = options_.shard_optimizer ? group.dp : 1;
   if (profiles_) {
     // Measured per layer where every layer of the range has it.
     double measured = 0;
@@ -306,11 +315,11 @@ double CostModel::optimizer_time(int first, int last, const DeviceGroup& group) 
       complete = step.has_value();
       if (step) measured += *step;
     }
-    if (complete) return measured;
+    if (complete) return measured / shards;
   }
   const double element_bytes = model::bytes_per_element(model_.config().dtype);
   const double bytes = range_params(first, last, group.tp) * adam_bytes_per_param(element_bytes);
-  return bytes / memory_rate(cluster_.gpu_type(group.gpu_type));
+  return bytes / memory_rate(cluster_.gpu_type(group.gpu_type)) / shards;
 }
 
 }  // namespace hyperpipe::cost

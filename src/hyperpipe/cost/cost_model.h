@@ -39,7 +39,8 @@ struct ComputeTime {
 struct StageMemory {
   double weights = 0;
   double gradients = 0;
-  double optimizer = 0;    // mixed-precision Adam: fp32 master copy, momentum, variance
+  // mixed-precision Adam: fp32 master copy, momentum, variance (1/dp of them, sharded)
+  double optimizer = 0;
   double activations = 0;  // of all micro-batches in flight
   // Of those, per micro-batch, what stays from its B until its W when they run apart.
   double weight_gradient_activations = 0;
@@ -109,9 +110,11 @@ class CostModel {
   // 2(n−1) steps, each moving bytes/n and paying one latency. Over the link measured for
   // all-reduces instead of `link` where the cluster's links were measured.
   double allreduce_time(double bytes, int ranks, const cluster::Link& link) const;
-  // All-reduce of the gradients of layers [first, last) over the group's dp ranks.
+  // All-reduce of the gradients of layers [first, last) over the group's dp ranks; with the
+  // optimizer sharded, their reduce-scatter and the updated weights' all-gather.
   double gradient_allreduce_time(int first, int last, const DeviceGroup& group) const;
-  // AdamW step over the group's share of layers [first, last): memory bound.
+  // AdamW step over the group's share of layers [first, last) (1/dp of it, sharded):
+  // memory bound.
   double optimizer_time(int first, int last, const DeviceGroup& group) const;
 
   // Parameters of layers [first, last) held by one device (tp splits them).

@@ -38,6 +38,13 @@ struct CostOptions {
   // The type a 16-bit model's data-parallel gradient all-reduce moves its fp32 main grads
   // in (the plan's gradient_reduce_dtype): fp32 as Megatron-LM by default.
   model::DType gradient_reduce_dtype = model::DType::fp32;
+  // The optimizer state sharded over each stage's data-parallel ranks (ZeRO stage 1,
+  // Rajbhandari et al., SC'20; Megatron-LM's --use-distributed-optimizer): each rank keeps
+  // and steps 1/dp of the fp32 master weights and Adam moments; the gradients are
+  // reduce-scattered and the updated weights all-gathered, which in a ring move what one
+  // all-reduce of each would in half its steps. Megatron-LM's docs/source/
+  // distrib_optimizer.md: 6 + 12/dp bytes per bf16 parameter against 18.
+  bool shard_optimizer = false;
 };
 
 }  // namespace hyperpipe::cost

@@ -105,6 +105,7 @@ ExportedFile megatron(const plan::Plan& plan, const model::Model& model) {
   }
   if (plan.sequence_parallel && first.tp > 1) args.emplace_back("--sequence-parallel");
   if (plan.overlap_allreduce) args.emplace_back("--overlap-grad-reduce");
+  if (plan.shard_optimizer) args.emplace_back("--use-distributed-optimizer");
   if (plan.schedule == ScheduleKind::interleaved) args.emplace_back("--overlap-p2p-comm");
   std::string text = header(plan, plan::Framework::megatron, "#");
   text += fmt::format(
@@ -122,7 +123,7 @@ std::vector<ExportedFile> deepspeed(const plan::Plan& plan, const model::Model& 
       {"train_batch_size", plan.global_batch()},
       {"train_micro_batch_size_per_gpu", per_rank_micro_batch(plan, plan::Framework::deepspeed)},
       {"gradient_accumulation_steps", plan.micro_batches},
-      {"zero_optimization", {{"stage", 0}}}};
+      {"zero_optimization", {{"stage", plan.shard_optimizer ? 1 : 0}}}};
   const auto dtype = model.config().dtype;
   if (dtype == model::DType::bf16) config["bf16"] = {{"enabled", true}};
   if (dtype == model::DType::fp16) config["fp16"] = {{"enabled", true}};
@@ -189,14 +190,15 @@ ExportedFile torchtitan(const plan::Plan& plan, const model::Model& model) {
       "pipeline_parallel_module_fqns_per_model_part = [{}]\n"
       "num_pp_microbatches = {}\n"
       "tensor_parallel_degree = {}\n"
-      "data_parallel_shard_degree = {}\n\n"
+      "data_parallel_shard_degree = {}\n"
+      "data_parallel_replicate_degree = {}\n\n"
       "[training]\n"
       "local_batch_size = {}\n"
       "seq_len = {}\n\n"
       "[activation_checkpoint]\n"
       "mode = \"{}\"\n",
       plan.ranks(), torchtitan_schedule(plan.schedule), fmt::join(chunks, ", "), plan.micro_batches,
-      first.tp, first.dp,
+      first.tp, plan.shard_optimizer ? first.dp : 1, plan.shard_optimizer ? 1 : first.dp,
       per_rank_micro_batch(plan, plan::Framework::torchtitan) * plan.micro_batches,
       sequence_length(plan, model), modes[static_cast<int>(first.recompute)]);
   return {"torchtitan.toml", text};

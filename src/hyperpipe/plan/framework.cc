@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "hyperpipe/common/error.h"
 #include "hyperpipe/plan/plan.h"
 
 namespace hyperpipe::plan {
@@ -32,7 +33,8 @@ const std::array<FrameworkTraits, 4>& all_traits() {
     // --overlap-grad-reduce sums each bucket during the backward. One
     // --tensor-model-parallel-size and one data-parallel size for the whole model (the
     // rank grid of parallel_state.initialize_model_parallel); one --recompute-granularity.
-    // Uneven layer splits: --pipeline-model-parallel-layout.
+    // Uneven layer splits: --pipeline-model-parallel-layout. --use-distributed-optimizer
+    // shards the optimizer state over dp (docs/source/distrib_optimizer.md).
     t[1].framework = Framework::megatron;
     t[1].display_name = "Megatron-LM";
     t[1].version = "core_r0.13";
@@ -43,12 +45,14 @@ const std::array<FrameworkTraits, 4>& all_traits() {
     t[1].uniform_shape = true;
     t[1].uniform_recompute = true;
     t[1].replicas = false;
+    t[1].shards_optimizer = true;
     // DeepSpeed (0.16): deepspeed/runtime/pipe/schedule.py's TrainSchedule is its only
     // training schedule (1F1B order); deepspeed/runtime/pipe/p2p.py sends and receives
     // with blocking dist.send / dist.recv; the engine's ReduceGrads instruction sums the
     // gradients after the last micro-batch's backward. One grid of pipe × data × model
     // parallel ranks (deepspeed/runtime/pipe/topology.py); PipelineModule's
     // activation_checkpoint_interval recomputes whole layers, the same on every stage.
+    // ZeRO stage 1 works with its pipeline (stages 2 and 3 do not: the engine asserts it).
     t[2].framework = Framework::deepspeed;
     t[2].display_name = "DeepSpeed";
     t[2].version = "0.16";
@@ -60,11 +64,14 @@ const std::array<FrameworkTraits, 4>& all_traits() {
     t[2].uniform_recompute = true;
     t[2].selective_recompute = false;
     t[2].replicas = false;
+    t[2].shards_optimizer = true;
     // torchtitan (2025, on torch.distributed.pipelining of PyTorch 2.7): schedules GPipe,
     // 1F1B, Interleaved1F1B and others of its own (ZBVZeroBubble is not ZB-H1's order);
     // sends posted with batch_isend_irecv beside compute; FSDP reduce-scatters gradients
     // during the backward. One mesh of pp × dp × tp (torchtitan/distributed/
-    // parallel_dims.py); one activation_checkpoint.mode.
+    // parallel_dims.py); one activation_checkpoint.mode. Its FSDP (data_parallel_shard_degree)
+    // shards the optimizer state, with the weights and gradients (only the optimizer's share
+    // is costed so far); data_parallel_replicate_degree alone does not.
     t[3].framework = Framework::torchtitan;
     t[3].display_name = "torchtitan";
     t[3].version = "main of 2025, PyTorch 2.7";
@@ -73,6 +80,7 @@ const std::array<FrameworkTraits, 4>& all_traits() {
     t[3].uniform_shape = true;
     t[3].uniform_recompute = true;
     t[3].replicas = false;
+    t[3].shards_optimizer = true;
     return t;
   }();
   return table;
@@ -97,6 +105,14 @@ std::vector<std::string> framework_names() {
 
 const FrameworkTraits& traits(Framework framework) {
   return all_traits().at(static_cast<size_t>(framework));
+}
+
+void check_runs_here(const Plan& plan, const std::string& source) {
+  if (const auto refused = refusal(plan, Framework::hyperpipe)) {
+    throw InputError(
+        source, refused->field,
+        fmt::format("expected a plan HyperPipe's runtime can run ({})", refused->reason));
+  }
 }
 
 bool blocks_on_p2p(const Plan& plan) {
@@ -125,6 +141,11 @@ std::optional<Refusal> refusal(const Plan& plan, Framework framework) {
   if (!t.overlapped_grad_reduce && plan.overlap_allreduce) {
     return Refusal{"overlap_allreduce",
                    fmt::format("{} sums the gradients after the pipeline's last backward", who)};
+  }
+  if (plan.shard_optimizer && !t.shards_optimizer) {
+    return Refusal{
+        "shard_optimizer",
+        fmt::format("{} keeps the whole optimizer state on every data-parallel rank", who)};
   }
   const auto& stages = plan.stages;
   if (!t.selective_recompute && !stages.empty() &&

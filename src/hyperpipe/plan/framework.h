@@ -40,6 +40,8 @@ struct FrameworkTraits {
   bool uniform_recompute = false;
   bool selective_recompute = true;  // recomputes attention alone (else whole layers)
   bool replicas = true;             // pipelines of different composition side by side
+  // Optimizer state sharded over the dp ranks (ZeRO stage 1 or its equivalent).
+  bool shards_optimizer = false;
 };
 
 const FrameworkTraits& traits(Framework framework);
@@ -55,5 +57,10 @@ struct Refusal {
   std::string reason;
 };
 std::optional<Refusal> refusal(const Plan& plan, Framework framework);
+
+// Throws InputError naming `source` (the plan file) and the field when HyperPipe's own
+// runtime cannot run the plan, whatever framework it was planned for (a sharded optimizer
+// planned for Megatron-LM, say).
+void check_runs_here(const Plan& plan, const std::string& source);
 
 }  // namespace hyperpipe::plan

@@ -150,7 +150,8 @@ Plan read_plan(const YamlField& root) {
                                   "overlap_allreduce",
                                   "gradient_reduce_dtype",
                                   "sequence_parallel",
-                                  "runtime"};
+                                  "runtime",
+                                  "shard_optimizer"};
   fields.insert(fields.end(), kPipelineFields.begin(), kPipelineFields.end());
   root.allow_only(fields);
   const YamlField format = root.required("format");
@@ -176,14 +177,17 @@ Plan read_plan(const YamlField& root) {
       read_pipeline(entry, plan.replicas.emplace_back());
     }
   }
-  if (auto runtime = root.optional("runtime")) {
+  if (auto shard = root.optional("shard_optimizer")) plan.shard_optimizer = shard->as_bool();
+  const auto runtime = root.optional("runtime");
+  if (runtime) {
     const auto framework = parse_framework(runtime->as_string());
     if (!framework) runtime->fail(fmt::format("one of {}", fmt::join(framework_names(), ", ")));
-    if (const auto refused = refusal(plan, *framework)) {
-      runtime->fail(fmt::format("a framework that can run this plan ({}: {})", refused->field,
-                                refused->reason));
-    }
     plan.runtime = *framework;
+  }
+  if (const auto refused = refusal(plan, plan.runtime)) {
+    (runtime ? *runtime : root)
+        .fail(fmt::format("a plan {} can run ({}: {})", traits(plan.runtime).display_name,
+                          refused->field, refused->reason));
   }
   return plan;
 }

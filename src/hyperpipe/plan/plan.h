@@ -63,6 +63,9 @@ struct Plan : Pipeline {
   // The framework meant to run the plan (framework.h): the simulator predicts it as that
   // framework runs it, and reading refuses a plan it cannot express.
   Framework runtime = Framework::hyperpipe;
+  // Each stage's optimizer state sharded over its dp ranks (ZeRO stage 1, Megatron-LM's
+  // distributed optimizer; cost/cost_options.h). HyperPipe's runtime does not run it yet.
+  bool shard_optimizer = false;
   std::vector<Pipeline> replicas;
 
   int pipeline_count() const { return 1 + static_cast<int>(replicas.size()); }

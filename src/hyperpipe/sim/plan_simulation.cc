@@ -234,6 +234,8 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
   // Sequence parallelism where the plan runs it, or where a planner costs its candidates
   // so (and stamps the plan it picks).
   planned.sequence_parallel = plan.sequence_parallel || given.options().sequence_parallel;
+  // Likewise the sharded optimizer.
+  planned.shard_optimizer = plan.shard_optimizer || given.options().shard_optimizer;
   const cost::CostModel costs = given.with_options(planned);
   const auto& cluster = costs.cluster();
   const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
