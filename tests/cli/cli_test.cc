@@ -305,6 +305,11 @@ TEST(Cli, SimulateAndPlanForAnotherFramework) {
   const Result text = run("simulate --plan " + plan + " --runtime megatron");
   EXPECT_NE(text.out.find("As Megatron-LM (core_r0.13) runs it: blocking"), std::string::npos)
       << text.out;
+  // An explicit --p2p wins, and the report says which mode ran.
+  const Result asked = run("simulate --plan " + plan + " --runtime megatron --p2p async");
+  EXPECT_NE(asked.out.find("runs it: asynchronous"), std::string::npos) << asked.out;
+  const Result json = run("simulate --plan " + plan + " --runtime deepspeed --format json");
+  EXPECT_EQ(nlohmann::json::parse(json.out)["p2p"], "blocking");
   // The 4-stage example recomputes selectively on one stage and fully on the others.
   const Result refused =
       run("simulate --plan " + kExamples + "/plans/gpt3-2.7b-4stage.json --runtime megatron");

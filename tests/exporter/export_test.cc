@@ -162,12 +162,15 @@ TEST(RankPlacement, RanksGoStageByStageAndTorchrunOnlyWhereBlocksAllow) {
   EXPECT_EQ(rankfile(ranks).substr(0, rankfile(ranks).find('\n')),
             "rank 0=" + ranks[0].host + " slot=" + std::to_string(ranks[0].slot));
   // Devices 4-7 and 0-3 sit on two hosts, four ranks each in one block: torchrun places them.
-  if (ranks[0].host != ranks[4].host) {
-    const auto lines = torchrun_lines(ranks);
-    ASSERT_TRUE(lines);
-    EXPECT_NE(lines->find("--node-rank 0"), std::string::npos);
-    EXPECT_NE(lines->find("--nproc-per-node 4"), std::string::npos);
-  }
+  ASSERT_NE(ranks[0].host, ranks[4].host);
+  const auto lines = torchrun_lines(ranks);
+  ASSERT_TRUE(lines);
+  EXPECT_NE(lines->find("# on " + ranks[0].host +
+                        "\nCUDA_VISIBLE_DEVICES=" + std::to_string(ranks[0].slot)),
+            std::string::npos)
+      << *lines;
+  EXPECT_NE(lines->find("--node-rank 0"), std::string::npos);
+  EXPECT_NE(lines->find("--nproc-per-node 4"), std::string::npos);
   // Three ranks on one host, one on another: no torchrun numbering fits.
   plan.stages = {{0, 10, {0, 1, 2}, 3, 1, model::Recompute::none},
                  {10, 20, {12}, 1, 1, model::Recompute::none}};

@@ -110,7 +110,7 @@ void print_plan(const planner::ScoredPlan& scored, const std::string& model,
         "To run with {} ({}), costed as it runs: {} point-to-point exchanges, "
         "gradients summed {}\n",
         traits.display_name, traits.version,
-        plan::blocks_on_p2p(plan) ? "blocking" : "asynchronous",
+        scored.simulation.p2p == sim::P2pMode::blocking ? "blocking" : "asynchronous",
         plan.overlap_allreduce ? "during the backward" : "after it");
   }
   out << '\n';

@@ -63,6 +63,7 @@ json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simula
           {"model", model_name},
           {"cluster", cluster_name},
           {"runtime", plan::to_string(plan.runtime)},
+          {"p2p", simulation.p2p == sim::P2pMode::blocking ? "blocking" : "async"},
           {"schedule", schedule::to_string(plan.schedule)},
           {"chunks", plan.chunks},
           {"micro_batch_size", plan.micro_batch_size},
@@ -98,11 +99,9 @@ void print_simulation_tables(const json& report, std::ostream& out) {
   const auto framework = plan::parse_framework(report.value("runtime", "hyperpipe"));
   if (framework && *framework != plan::Framework::hyperpipe) {
     const auto& traits = plan::traits(*framework);
-    const bool interleaved = report.value("schedule", "") == "interleaved";
-    const bool blocking =
-        traits.blocking_p2p && !(interleaved && traits.interleaved_p2p_overlapped);
     out << fmt::format("As {} ({}) runs it: {} point-to-point exchanges\n", traits.display_name,
-                       traits.version, blocking ? "blocking" : "asynchronous");
+                       traits.version,
+                       report.value("p2p", "async") == "blocking" ? "blocking" : "asynchronous");
   }
   if (!several) {
     out << fmt::format("{} on {}: {} (global batch {}, seq {})\n\n",

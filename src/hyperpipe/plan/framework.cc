@@ -115,6 +115,12 @@ void check_runs_here(const Plan& plan, const std::string& source) {
   }
 }
 
+std::string schedules_text(const FrameworkTraits& traits) {
+  std::vector<std::string> names;
+  for (auto kind : traits.schedules) names.emplace_back(schedule::to_string(kind));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
 bool blocks_on_p2p(const Plan& plan) {
   const FrameworkTraits& t = traits(plan.runtime);
   return t.blocking_p2p &&
@@ -130,9 +136,7 @@ std::optional<Refusal> refusal(const Plan& plan, Framework framework) {
                                            who, plan.pipeline_count())};
   }
   if (std::find(t.schedules.begin(), t.schedules.end(), plan.schedule) == t.schedules.end()) {
-    std::vector<std::string> names;
-    for (auto kind : t.schedules) names.emplace_back(schedule::to_string(kind));
-    return Refusal{"schedule", fmt::format("{} runs {}, not {}", who, fmt::join(names, ", "),
+    return Refusal{"schedule", fmt::format("{} runs {}, not {}", who, schedules_text(t),
                                            schedule::to_string(plan.schedule))};
   }
   if (!t.any_warmup && !plan.warmup.empty()) {

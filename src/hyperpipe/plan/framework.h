@@ -46,6 +46,9 @@ struct FrameworkTraits {
 
 const FrameworkTraits& traits(Framework framework);
 
+// The schedules a framework runs: "1f1b, interleaved".
+std::string schedules_text(const FrameworkTraits& traits);
+
 // Whether the plan's runtime blocks compute on its point-to-point exchanges, under the
 // plan's schedule.
 bool blocks_on_p2p(const Plan& plan);

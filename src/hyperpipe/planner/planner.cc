@@ -55,11 +55,9 @@ void restrict_to_framework(plan::Framework framework, PlanRequest& request) {
     if (space.allows(kind)) kinds.push_back(kind);
   }
   if (kinds.empty()) {
-    std::vector<std::string> names;
-    for (auto kind : traits.schedules) names.emplace_back(schedule::to_string(kind));
     throw InputError(
         "--schedule", space.schedules_text(),
-        fmt::format("a schedule {} runs: {}", traits.display_name, fmt::join(names, ", ")));
+        fmt::format("a schedule {} runs: {}", traits.display_name, plan::schedules_text(traits)));
   }
   space.schedules = kinds;
   space.same_dp = space.same_dp || traits.uniform_shape;

@@ -245,6 +245,7 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
     result.first_rank.push_back(static_cast<int>(result.memory_capacity.size()));
     inputs.push_back(pipeline_input(costs, plan, p, options, result));
     result.schedules.push_back(inputs.back().schedule);
+    result.p2p = inputs.back().p2p;
   }
   std::vector<SimOutput> outputs;
   outputs.reserve(inputs.size());
