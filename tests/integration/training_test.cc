@@ -321,7 +321,32 @@ INSTANTIATE_TEST_SUITE_P(
                            R"("micro_batch_size": 4, "micro_batches": 2, "schedule": "zb-h1",
                 "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2},
                            {"layers": [4, 6], "devices": [4, 5], "tp": 2}])",
-                           8, 4}),
+                           8, 4},
+                      // ZeRO-1: each data-parallel rank steps its part of the optimizer
+                      // state, then the ranks gather the weights. Parts of unequal length
+                      // (dp 3), the tied embedding summed between stages of different dp,
+                      // chunks whose all-reduce overlaps the backward, tensor shards.
+                      Case{"zero-dp-two-then-three-zb-h1",
+                           R"("shard_optimizer": true, "micro_batch_size": 6, "micro_batches": 2,
+                "schedule": "zb-h1",
+                "stages": [{"layers": [0, 3], "devices": [0, 1]},
+                           {"layers": [3, 6], "devices": [2, 3, 4]}])",
+                           12, 6},
+                      Case{"zero-overlapped-interleaved-dp-two",
+                           R"("shard_optimizer": true, "overlap_allreduce": true,
+                "micro_batch_size": 2, "micro_batches": 4,
+                "schedule": {"kind": "interleaved", "chunks": 2},
+                "stages": [{"layers": [0, 2], "devices": [0, 1]}, {"layers": [2, 3], "devices": [2, 3]},
+                           {"layers": [3, 5], "devices": [0, 1]}, {"layers": [5, 6], "devices": [2, 3]}])",
+                           8, 2},
+                      Case{"zero-tp-two-with-dp-two-beside-a-replica",
+                           R"("shard_optimizer": true, "micro_batch_size": 4, "micro_batches": 2,
+                "schedule": "1f1b",
+                "stages": [{"layers": [0, 4], "devices": [0, 1, 2, 3], "dp": 2, "tp": 2},
+                           {"layers": [4, 6], "devices": [4, 5], "tp": 2}],
+                "replicas": [{"micro_batch_size": 2, "micro_batches": 1,
+                              "stages": [{"layers": [0, 6], "devices": [6]}]}])",
+                           10, 2}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string name = info.param.name;
       std::replace(name.begin(), name.end(), '-', '_');
@@ -437,6 +462,21 @@ TEST(Training, ACheckpointLoadsIntoAnotherTensorParallelism) {
             "stages": [{"layers": [0, 3], "devices": [0, 1], "tp": 2},
                        {"layers": [3, 6], "devices": [2, 3], "tp": 2}])",
                              kThreeStages);
+}
+
+// ZeRO-1's checkpoints hold whole tensors too: a sharded run's (dp 2 and 3) loads into
+// three unsharded stages, and an unsharded run's into the sharded plan.
+constexpr const char* kShardedDpTwoThenThree =
+    R"("shard_optimizer": true, "micro_batch_size": 6, "micro_batches": 1, "schedule": "1f1b",
+       "stages": [{"layers": [0, 3], "devices": [0, 1]},
+                  {"layers": [3, 6], "devices": [2, 3, 4]}])";
+
+TEST(Training, AShardedOptimizersCheckpointLoadsIntoAnotherSplit) {
+  expect_resumed_run_matches("zero-repartition", kShardedDpTwoThenThree, kThreeStages);
+}
+
+TEST(Training, AWholeCheckpointLoadsIntoAShardedOptimizer) {
+  expect_resumed_run_matches("zero-from-whole", kTwoStages, kShardedDpTwoThenThree);
 }
 
 // A fresh directory with plan.json: the shipped tiny-gpt in two stages on a100x8.

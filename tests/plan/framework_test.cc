@@ -86,7 +86,7 @@ TEST(Framework, EachRefusalNamesItsField) {
   EXPECT_EQ(refused(overlapped, Framework::megatron), "(runs)");
   Plan sharded = common_plan();
   sharded.shard_optimizer = true;
-  EXPECT_EQ(refused(sharded, Framework::hyperpipe), "shard_optimizer");  // not yet
+  EXPECT_EQ(refused(sharded, Framework::hyperpipe), "(runs)");
   EXPECT_EQ(refused(sharded, Framework::megatron), "(runs)");
   EXPECT_EQ(refused(sharded, Framework::deepspeed), "(runs)");
   Plan two_pipelines = common_plan();

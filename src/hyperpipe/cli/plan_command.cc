@@ -41,7 +41,8 @@ struct PlanArgs {
   bool same_dp = false;
   bool sequence_parallel = false;
   std::string runtime = "hyperpipe";
-  std::vector<std::string> schedules;  // kinds allowed; empty: every kind
+  std::string shard_optimizer = "auto";  // auto, on, off
+  std::vector<std::string> schedules;    // kinds allowed; empty: every kind
   bool explain = false;
   OutputFormat format = OutputFormat::table;
 };
@@ -112,6 +113,9 @@ void print_plan(const planner::ScoredPlan& scored, const std::string& model,
         traits.display_name, traits.version,
         scored.simulation.p2p == sim::P2pMode::blocking ? "blocking" : "asynchronous",
         plan.overlap_allreduce ? "during the backward" : "after it");
+  }
+  if (plan.shard_optimizer) {
+    out << "Optimizer state sharded over each stage's data-parallel ranks (ZeRO-1)\n";
   }
   out << '\n';
   if (plan.pipeline_count() == 1) {
@@ -219,6 +223,31 @@ void print_explanation(const planner::PlanResult& result, std::ostream& out) {
   table.print(out, "    ");
 }
 
+// One search's outcome: the plan chosen, and the search's result (none for a baseline).
+struct Searched {
+  planner::ScoredPlan chosen;
+  std::optional<planner::PlanResult> result;
+};
+
+// Whether to plan with the optimizer state sharded over dp (--shard-optimizer), or both
+// ways. Where the framework reduce-scatters the gradients, sharding always pays: less
+// memory, a step 1/dp as long, no more bytes moved (cost/cost_options.h). HyperPipe's
+// runtime all-reduces them whole and gathers the weights after the step: it pays where
+// memory is short, so `auto` plans both ways, unsharded first.
+std::vector<bool> shardings_to_try(const std::string& asked, plan::Framework framework) {
+  const auto& traits = plan::traits(framework);
+  if (asked == "on" && !traits.shards_optimizer) {
+    throw InputError("--shard-optimizer", asked,
+                     fmt::format("off or auto: {} keeps the whole optimizer state on every "
+                                 "data-parallel rank",
+                                 traits.display_name));
+  }
+  if (asked == "on") return {true};
+  if (asked == "off" || !traits.shards_optimizer) return {false};
+  if (traits.reduce_scatters_gradients) return {true};
+  return {false, true};
+}
+
 void run_plan(const PlanArgs& args, std::ostream& out) {
   if (args.global_batch <= 0) {
     throw InputError("--global-batch", "", "expected a positive number of sequences");
@@ -230,10 +259,8 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
   cost::CostOptions options;
   options.sequence_parallel = args.sequence_parallel;
   const auto framework = *plan::parse_framework(args.runtime);
-  // Where the framework can shard the optimizer state over dp it always pays: less memory,
-  // a step 1/dp as long, no more bytes moved (cost/cost_options.h).
-  options.shard_optimizer = plan::traits(framework).shards_optimizer;
-  const cost::CostModel costs(model, cluster, options, profiles ? &*profiles : nullptr);
+  options.reduce_scatter_gradients = plan::traits(framework).reduce_scatters_gradients;
+  const std::vector<bool> shardings = shardings_to_try(args.shard_optimizer, framework);
   const int64_t seq = args.seq_len > 0 ? args.seq_len : model.config().seq_len;
   if (model.config().flavour == model::Flavour::gpt && seq > model.config().seq_len) {
     throw InputError(
@@ -277,31 +304,53 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
     }
   }
 
-  planner::ScoredPlan chosen;
-  std::optional<planner::PlanResult> result;
-  if (args.baseline) {
-    auto baseline =
-        planner::best_baseline(costs, request.batch, *planner::parse_baseline(*args.baseline));
-    if (!baseline) {
-      throw InputError("--baseline " + *args.baseline, "--cluster " + args.cluster,
-                       "the devices cannot be cut into equal groups of one GPU type");
+  const auto search = [&](bool shard_optimizer) {
+    cost::CostOptions searched_options = options;
+    searched_options.shard_optimizer = shard_optimizer;
+    const cost::CostModel costs(model, cluster, searched_options, profiles ? &*profiles : nullptr);
+    Searched found;
+    if (args.baseline) {
+      auto baseline =
+          planner::best_baseline(costs, request.batch, *planner::parse_baseline(*args.baseline));
+      if (!baseline) {
+        throw InputError("--baseline " + *args.baseline, "--cluster " + args.cluster,
+                         "the devices cannot be cut into equal groups of one GPU type");
+      }
+      if (!baseline->fits) {
+        throw InputError(
+            "--baseline " + *args.baseline, "--cluster " + args.cluster,
+            planner::infeasibility_reason(costs, request) +
+                "; the baseline's best layout still needs " +
+                format_bytes(baseline->simulation.output.ranks.front().peak_memory_bytes));
+      }
+      found.chosen = std::move(*baseline);
+    } else {
+      found.result = planner::make_plan(costs, request);
+      found.chosen = found.result->best;
     }
-    if (!baseline->fits) {
-      throw InputError(
-          "--baseline " + *args.baseline, "--cluster " + args.cluster,
-          planner::infeasibility_reason(costs, request) +
-              "; the baseline's best layout still needs " +
-              format_bytes(baseline->simulation.output.ranks.front().peak_memory_bytes));
+    found.chosen.plan.sequence_parallel = args.sequence_parallel;  // as it was costed
+    for (const auto& stage : found.chosen.plan.stages) {
+      if (stage.dp > 1) found.chosen.plan.shard_optimizer = shard_optimizer;
     }
-    chosen = std::move(*baseline);
-  } else {
-    result = planner::make_plan(costs, request);
-    chosen = result->best;
+    return found;
+  };
+  // Each sharding asked for; the faster plan where both are (the first where they tie),
+  // the one that fits where only one does.
+  std::optional<Searched> best;
+  std::optional<InputError> nothing_fits;
+  for (const bool sharded : shardings) {
+    try {
+      Searched found = search(sharded);
+      if (!best || found.chosen.iteration_time() < best->chosen.iteration_time()) {
+        best = std::move(found);
+      }
+    } catch (const InputError& error) {
+      nothing_fits = error;
+    }
   }
-  chosen.plan.sequence_parallel = args.sequence_parallel;  // as it was costed
-  for (const auto& stage : chosen.plan.stages) {
-    if (stage.dp > 1) chosen.plan.shard_optimizer = options.shard_optimizer;
-  }
+  if (!best) throw *nothing_fits;
+  planner::ScoredPlan chosen = std::move(best->chosen);
+  const std::optional<planner::PlanResult> result = std::move(best->result);
   if (args.out) write_file_atomically(*args.out, plan_document(chosen).dump(2) + "\n");
 
   if (args.format == OutputFormat::json) {
@@ -383,6 +432,13 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
                    "it runs them (hyperpipe, megatron, deepspeed, torchtitan)")
       ->check(CLI::IsMember(plan::framework_names()))
       ->default_val("hyperpipe");
+  command
+      ->add_option("--shard-optimizer", args->shard_optimizer,
+                   "Shard the optimizer state over each stage's data-parallel ranks (ZeRO-1): "
+                   "on, off, or auto (where the runtime pays nothing for it, or where it makes "
+                   "the plan faster)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->default_val("auto");
   command->add_flag("--same-dp", args->same_dp,
                     "Every stage the same data-parallel degree, one pipeline (as Megatron-LM and "
                     "DeepSpeed require)");

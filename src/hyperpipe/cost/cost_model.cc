@@ -294,14 +294,23 @@ double CostModel::gradient_allreduce_time(int first, int last, const DeviceGroup
   const double params = range_params(first, last, group.tp);
   const double gradients =
       allreduce_time(params * reduce_bytes_per_element(), group.dp, group.dp_link);
-  if (!options_.shard_optimizer) return gradients;
-  // A ring reduce-scatter and a ring all-gather are each half a ring all-reduce of the same
-  // bytes: the gradients scattered, the updated weights gathered.
-  const double element_bytes = model::bytes_per_element(model_.config().dtype);
-  return gradients / 2 + allreduce_time(params * element_bytes, group.dp, group.dp_link) / 2;
+  // A ring reduce-scatter is half a ring all-reduce of the same bytes (its first n − 1
+  // steps).
+  return options_.shard_optimizer && options_.reduce_scatter_gradients ? gradients / 2 : gradients;
 }
 
 double CostModel::optimizer_time(int first, int last, const DeviceGroup& group) const {
+  const double step = optimizer_step_time(first, last, group);
+  if (!options_.shard_optimizer) return step;
+  // The updated weights' ring all-gather: half a ring all-reduce of them (its last n − 1
+  // steps).
+  const double element_bytes = model::bytes_per_element(model_.config().dtype);
+  return step + allreduce_time(range_params(first, last, group.tp) * element_bytes, group.dp,
+                               group.dp_link) /
+                    2;
+}
+
+double CostModel::optimizer_step_time(int first, int last, const DeviceGroup& group) const {
   // Sharded, each rank steps its 1/dp of the parameters.
   const double shards = options_.shard_optimizer ? group.dp : 1;
   if (profiles_) {

@@ -111,16 +111,18 @@ class CostModel {
   // all-reduces instead of `link` where the cluster's links were measured.
   double allreduce_time(double bytes, int ranks, const cluster::Link& link) const;
   // All-reduce of the gradients of layers [first, last) over the group's dp ranks; with the
-  // optimizer sharded, their reduce-scatter and the updated weights' all-gather.
+  // optimizer sharded, their reduce-scatter where CostOptions::reduce_scatter_gradients.
   double gradient_allreduce_time(int first, int last, const DeviceGroup& group) const;
   // AdamW step over the group's share of layers [first, last) (1/dp of it, sharded):
-  // memory bound.
+  // memory bound; sharded, the updated weights' all-gather over dp follows it.
   double optimizer_time(int first, int last, const DeviceGroup& group) const;
 
   // Parameters of layers [first, last) held by one device (tp splits them).
   double range_params(int first, int last, int tp) const;
 
  private:
+  // The AdamW step alone (optimizer_time less the weights' all-gather).
+  double optimizer_step_time(int first, int last, const DeviceGroup& group) const;
   model::Workload workload(int64_t micro_batch, int64_t seq_len, int tp) const;
   std::optional<ProfileLookup> find_profile(int layer, const cluster::GpuType& type,
                                             const model::Workload& work) const;

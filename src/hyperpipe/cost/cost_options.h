@@ -45,6 +45,13 @@ struct CostOptions {
   // all-reduce of each would in half its steps. Megatron-LM's docs/source/
   // distrib_optimizer.md: 6 + 12/dp bytes per bf16 parameter against 18.
   bool shard_optimizer = false;
+  // How a sharded optimizer's gradients are summed: reduce-scattered, each rank receiving
+  // only its share (Megatron-LM, DeepSpeed, torchtitan), or all-reduced whole with each
+  // rank stepping its share (HyperPipe's runtime, whose stages may differ in dp: the tied
+  // embedding's and the replicas' sums then need every gradient whole; ZeRO's first
+  // implementation, DeepSpeed's stage 1 of 2020, did the same). Either way the updated
+  // weights are all-gathered after the step.
+  bool reduce_scatter_gradients = true;
 };
 
 }  // namespace hyperpipe::cost

@@ -24,6 +24,9 @@ const std::array<FrameworkTraits, 4>& all_traits() {
     t[0].version = "this build";
     t[0].schedules = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved,
                       ScheduleKind::zb_h1, ScheduleKind::hetero_1f1b};
+    // Its ZeRO-1 (runtime/sharded_optimizer.h) all-reduces the gradients whole.
+    t[0].shards_optimizer = true;
+    t[0].reduce_scatters_gradients = false;
     // Megatron-LM (core_r0.13): megatron/core/pipeline_parallel/schedules.py runs 1F1B
     // (forward_backward_pipelining_without_interleaving) and interleaved 1F1B
     // (--num-layers-per-virtual-pipeline-stage); its 1F1B exchanges through

@@ -42,6 +42,9 @@ struct FrameworkTraits {
   bool replicas = true;             // pipelines of different composition side by side
   // Optimizer state sharded over the dp ranks (ZeRO stage 1 or its equivalent).
   bool shards_optimizer = false;
+  // Sharded, it reduce-scatters the gradients (else all-reduces them whole and each rank
+  // steps its share: cost::CostOptions::reduce_scatter_gradients).
+  bool reduce_scatters_gradients = true;
 };
 
 const FrameworkTraits& traits(Framework framework);

@@ -296,14 +296,19 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
         cluster.name(), format_bytes(costs.options().reserved_memory_bytes));
   }
   const int stages = std::min({model.num_layers(), devices, request.space.max_stages});
-  const double share = static_bytes / (static_cast<double>(stages) * widest_tp);
+  const double split = static_cast<double>(stages) * widest_tp;
+  // A sharded optimizer's state spreads over every device at best (dp the rest).
+  const bool sharded = costs.options().shard_optimizer;
+  const double share = (whole.weights + whole.gradients) / split +
+                       whole.optimizer / (sharded ? static_cast<double>(devices) : split);
   return fmt::format(
       "no plan fits: {} needs {} for weights, gradients and Adam state; over at most {} "
-      "stage(s) with tensor parallelism {} that is at least {} per GPU (its largest layer alone {} "
-      "over tp {}), plus {} reserved and the activations of the micro-batches in flight; the "
-      "largest device has {} (global batch {})",
-      model.config().name, format_bytes(static_bytes), stages, widest_tp, format_bytes(share),
-      format_bytes(largest_layer / widest_tp), widest_tp,
+      "stage(s) with tensor parallelism {}{} that is at least {} per GPU (its largest layer "
+      "alone {} over tp {}), plus {} reserved and the activations of the micro-batches in "
+      "flight; the largest device has {} (global batch {})",
+      model.config().name, format_bytes(static_bytes), stages, widest_tp,
+      sharded ? fmt::format(" and the optimizer state sharded over all {} GPUs", devices) : "",
+      format_bytes(share), format_bytes(largest_layer / widest_tp), widest_tp,
       format_bytes(costs.options().reserved_memory_bytes), format_bytes(largest_device),
       request.batch.global_batch);
 }

@@ -7,7 +7,6 @@
 #include <fstream>
 #include <numeric>
 #include <set>
-#include <sstream>
 
 #include "hyperpipe/common/crc32.h"
 #include "hyperpipe/common/error.h"
@@ -26,36 +25,27 @@ std::string step_directory(const std::string& dir, int64_t steps) {
   return (fs::path(dir) / fmt::format("step-{:08d}", steps)).string();
 }
 
-// The optimizer's key for a parameter: libtorch keys AdamW state by the address of the
-// tensor's impl, printed by an ostream (c10::guts::to_string in libtorch's optimizers).
-std::string state_key(const torch::Tensor& parameter) {
-  std::ostringstream key;
-  key << parameter.unsafeGetTensorImpl();
-  return key.str();
-}
-
 // Writes one chunk: parameters under their names, AdamW state under name/exp_avg,
-// name/exp_avg_sq and name/step. Whole tensors, whatever the tensor parallelism: every
-// shard of the chunk calls this (the slices are joined across them), the first writes.
-// The weights are what AdamW updates (fp32 masters under mixed precision), so a run
-// resumes in any dtype without losing what the 16-bit copies round away.
-void write_chunk(const std::string& path, StageModule& module, const Executor& executor,
-                 const torch::optim::AdamW& adamw) {
+// name/exp_avg_sq and name/step. Whole tensors, whatever the tensor parallelism and the
+// optimizer's sharding: every shard of the chunk calls this (the slices are joined across
+// them), the first writes. The weights are what AdamW updates (fp32 masters under mixed
+// precision), so a run resumes in any dtype without losing what the 16-bit copies round
+// away.
+void write_chunk(const std::string& path, StageModule& module,
+                 const std::vector<TrainedState>& states) {
   torch::serialize::OutputArchive archive;
-  const auto& states = adamw.state();
   const auto whole = [&](const std::string& name, const torch::Tensor& mine) {
     const auto split = module.split(name);
     return (split ? whole_of(mine.detach(), *split, module.shard()) : mine.detach()).cpu();
   };
+  size_t i = 0;
   for (const auto& item : module.named_parameters()) {
-    const auto& p = executor.trained(item.value());
-    archive.write(item.key(), whole(item.key(), p));
-    const auto found = states.find(state_key(p));
-    if (found == states.end()) continue;  // no step taken yet
-    const auto& state = static_cast<const torch::optim::AdamWParamState&>(*found->second);
-    archive.write(item.key() + "/exp_avg", whole(item.key(), state.exp_avg()));
-    archive.write(item.key() + "/exp_avg_sq", whole(item.key(), state.exp_avg_sq()));
-    archive.write(item.key() + "/step", torch::tensor(state.step(), torch::kLong));
+    const TrainedState& state = states.at(i++);
+    archive.write(item.key(), whole(item.key(), state.value));
+    if (!state.exp_avg.defined()) continue;  // no step taken yet
+    archive.write(item.key() + "/exp_avg", whole(item.key(), state.exp_avg));
+    archive.write(item.key() + "/exp_avg_sq", whole(item.key(), state.exp_avg_sq));
+    archive.write(item.key() + "/step", torch::tensor(state.steps, torch::kLong));
   }
   if (module.shard().rank != 0) return;
   const std::string temporary = path + ".partial";
@@ -72,14 +62,18 @@ void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor&
   const std::string where = step_directory(dir, steps_done);
   const auto& role = executor.role();
   nlohmann::json files = nlohmann::json::array();
-  if (role.dp_index == 0 && role.pipeline == 0) {  // the plan's own pipeline holds every layer
-    fs::create_directories(where);
-    auto& adamw = const_cast<Executor&>(executor).optimizer();
-    for (const auto& chunk : executor.chunks()) {
+  // The plan's own pipeline holds every layer; its first data-parallel ranks write, the
+  // others of a sharded optimizer gather their parts of the state to them.
+  if (role.pipeline == 0 && (role.dp_index == 0 || executor.shards_optimizer())) {
+    if (role.dp_index == 0) fs::create_directories(where);
+    for (size_t c = 0; c < executor.chunks().size(); ++c) {
+      const auto& chunk = executor.chunks()[c];
+      const auto states = executor.trained_state(static_cast<int>(c));
+      if (role.dp_index != 0) continue;
       const std::string name =
           fmt::format("layers-{:05d}-{:05d}.pt", chunk->first_layer(), chunk->end_layer());
       const std::string path = (fs::path(where) / name).string();
-      write_chunk(path, *chunk, executor, adamw);
+      write_chunk(path, *chunk, states);
       if (role.tp_index != 0) continue;  // the first shard wrote the whole chunk
       files.push_back({{"name", name},
                        {"layers", {chunk->first_layer(), chunk->end_layer()}},
@@ -136,6 +130,17 @@ std::string checked_file_name(const nlohmann::json& file, const std::string& man
                                  printable_excerpt(name)));
   }
   return name;
+}
+
+// The position of `key` among a module's named parameters (the order of parameters()).
+size_t index_of(const torch::OrderedDict<std::string, torch::Tensor>& named,
+                const std::string& key) {
+  size_t i = 0;
+  for (const auto& item : named) {
+    if (item.key() == key) return i;
+    ++i;
+  }
+  throw std::out_of_range("not a parameter of the module: " + key);
 }
 
 // The checkpoint in `path`, its manifest read and every file checked against its CRC-32.
@@ -214,7 +219,6 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
                      fmt::format("{} (the model being trained), got {}", model_name,
                                  checkpoint.manifest.at("model").get<std::string>()));
   }
-  auto& adamw = executor.optimizer();
   if (auto* scaler = executor.loss_scaler(); scaler && checkpoint.manifest.contains("loss_scale")) {
     try {
       const auto& saved = checkpoint.manifest.at("loss_scale");
@@ -224,7 +228,8 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
                        std::string("{\"scale\": x, \"clean_steps\": n}: ") + error.what());
     }
   }
-  for (const auto& chunk : executor.chunks()) {
+  for (size_t c = 0; c < executor.chunks().size(); ++c) {
+    const auto& chunk = executor.chunks()[c];
     auto wanted = chunk->named_parameters();
     std::set<std::string> loaded;
     for (const auto& file : checkpoint.manifest.at("files")) {
@@ -249,7 +254,7 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
         if (!found) {
           throw InputError(path, key, "a parameter of the model being trained");
         }
-        torch::Tensor parameter = executor.trained(*found);
+        const torch::Tensor& parameter = *found;
         torch::Tensor value;
         archive.read(key, value);
         // Checkpoints hold whole tensors: a shard takes its slice.
@@ -268,18 +273,16 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
               fmt::format("shape {} as the model has, got {}", fmt::join(parameter.sizes(), "×"),
                           fmt::join(value.sizes(), "×")));
         }
-        torch::NoGradGuard no_grad;
-        parameter.copy_(value);
+        TrainedState whole{value.to(parameter.device()), {}, {}, 0};
         torch::Tensor exp_avg, exp_avg_sq, step;
         if (archive.try_read(key + "/exp_avg", exp_avg) &&
             archive.try_read(key + "/exp_avg_sq", exp_avg_sq) &&
             archive.try_read(key + "/step", step)) {
-          auto state = std::make_unique<torch::optim::AdamWParamState>();
-          state->step(step.item<int64_t>());
-          state->exp_avg(shard(exp_avg).to(parameter.device()));
-          state->exp_avg_sq(shard(exp_avg_sq).to(parameter.device()));
-          adamw.state()[state_key(parameter)] = std::move(state);
+          whole.exp_avg = shard(exp_avg).to(parameter.device());
+          whole.exp_avg_sq = shard(exp_avg_sq).to(parameter.device());
+          whole.steps = step.item<int64_t>();
         }
+        executor.restore_trained_state(static_cast<int>(c), index_of(wanted, key), whole);
         loaded.insert(key);
       }
     }

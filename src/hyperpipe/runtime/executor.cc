@@ -54,6 +54,10 @@ namespace {
 
 enum Direction { kForward = 0, kBackward = 1 };
 
+// The sharded optimizer's gather of the updated weights on the communication track (the
+// simulator counts it in the optimizer step, cost::CostModel::optimizer_time).
+constexpr std::string_view kGatherWeightsLabel = "gather weights";
+
 }  // namespace
 
 Executor::Executor(const model::Model& model, const plan::Plan& plan, const RankLayout& layout,
@@ -94,23 +98,35 @@ Executor::Executor(const model::Model& model, const plan::Plan& plan, const Rank
     }
   }
   std::vector<torch::Tensor> parameters;
+  std::vector<std::vector<torch::Tensor>> chunk_parameters;
   for (int c = 0; c < pipeline.chunks; ++c) {
     const auto& stage = pipeline.stages[stage_of(c)];
     chunks_.push_back(std::make_shared<StageModule>(model, stage.first_layer, stage.end_layer,
                                                     options.seed, shard, stage.recompute));
     chunks_.back()->to(options.device);
-    for (const auto& p : chunks_.back()->parameters()) parameters.push_back(p);
+    chunk_parameters.push_back(chunks_.back()->parameters());
+    for (const auto& p : chunk_parameters.back()) parameters.push_back(p);
   }
+  const bool sharded = plan.shard_optimizer && role_.dp > 1;
   activation_type_ = torch::typeMetaToScalarType(torch::get_default_dtype());
   if (needs_master_weights(options.dtype)) {
-    // Built in fp32 (so every split and dtype starts from the same draws), then turned.
-    masters_ = std::make_unique<MasterWeights>(parameters, options.dtype);
+    // Built in fp32 (so every split and dtype starts from the same draws), then turned;
+    // sharded, only this rank's pieces have masters.
+    masters_ = std::make_unique<MasterWeights>(
+        parameters, options.dtype,
+        sharded ? pieces_of(chunk_parameters, role_.dp, role_.dp_index) : std::vector<FlatRange>{});
     activation_type_ = options.dtype;
-    parameters = masters_->masters();
   }
   reduce_type_ = masters_ ? scalar_type_of(plan.gradient_reduce_dtype) : activation_type_;
   if (options.loss_scaling) scaler_.emplace(*options.loss_scaling);
-  optimizer_ = make_optimizer(parameters, options.optimizer);
+  if (sharded) {
+    shards_.emplace(chunk_parameters, role_.dp, role_.dp_index, masters_.get());
+    stepped_ = shards_->pieces();
+    optimizer_ = make_optimizer(stepped_, shards_->decayed(), options.optimizer);
+  } else {
+    stepped_ = masters_ ? masters_->masters() : parameters;
+    optimizer_ = make_optimizer(stepped_, options.optimizer);
+  }
   slots_.resize(static_cast<size_t>(pipeline.chunks) * pipeline.micro_batches);
   const auto& ops = schedule_.ops[role_.group];
   split_backward_ = std::any_of(ops.begin(), ops.end(),
@@ -577,13 +593,63 @@ void Executor::optimizer_step(const Op& op) {
   }
   const double factor = clip_factor(result_.grad_norm, options_.optimizer.clip_norm);
   timed({std::string(schedule::timeline_label(op.kind)), -1, -1, 0, 0, 0}, [&] {
-    clipped_step(*optimizer_, parameters(), factor);
+    if (shards_) shards_->point_gradients();
+    clipped_step(*optimizer_, stepped_, factor);
+    if (shards_) shards_->release_gradients();
     if (masters_) masters_->copy_to_model();
   });
+  if (!shards_) return;
+  shards_->stepped();
+  // Every rank's updated part into the weights of all: communication, never stretched.
+  const double begin = seconds_since(start_);
+  shards_->gather_weights(gather_over_dp());
+  track_.communication.push_back(
+      {std::string(kGatherWeightsLabel), -1, -1, 0, begin, seconds_since(start_)});
 }
 
 const torch::Tensor& Executor::trained(const torch::Tensor& parameter) const {
   return masters_ ? masters_->master_of(parameter) : parameter;
+}
+
+GatherParts Executor::gather_over_dp() const {
+  const auto ranks = layout_.dp_ranks(role_.pipeline, role_.group, role_.tp_index);
+  return [this, ranks](const torch::Tensor& mine, std::vector<torch::Tensor>& parts) {
+    communicator_.all_gather(mine, parts, ranks);
+  };
+}
+
+std::vector<TrainedState> Executor::trained_state(int c) const {
+  if (shards_) return shards_->whole_state(c, *optimizer_, gather_over_dp());
+  std::vector<TrainedState> states;
+  for (const auto& p : chunks_[c]->parameters()) {
+    TrainedState state{trained(p).detach(), {}, {}, 0};
+    const auto found = optimizer_->state().find(adam_state_key(trained(p)));
+    if (found != optimizer_->state().end()) {  // else no step taken yet
+      const auto& adam = static_cast<const torch::optim::AdamWParamState&>(*found->second);
+      state.exp_avg = adam.exp_avg();
+      state.exp_avg_sq = adam.exp_avg_sq();
+      state.steps = adam.step();
+    }
+    states.push_back(std::move(state));
+  }
+  return states;
+}
+
+void Executor::restore_trained_state(int c, size_t i, const TrainedState& whole) {
+  if (shards_) {
+    shards_->restore(c, i, whole, *optimizer_);
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  const torch::Tensor parameter = chunks_[c]->parameters().at(i);
+  const torch::Tensor& value = trained(parameter);
+  value.detach().copy_(whole.value);
+  if (!whole.exp_avg.defined()) return;
+  auto state = std::make_unique<torch::optim::AdamWParamState>();
+  state->step(whole.steps);
+  state->exp_avg(whole.exp_avg.to(value.options()).clone());
+  state->exp_avg_sq(whole.exp_avg_sq.to(value.options()).clone());
+  optimizer_->state()[adam_state_key(value)] = std::move(state);
 }
 
 void Executor::trained_weights_changed() {

@@ -6,7 +6,8 @@
 // the epilogue's ops: each chunk's gradient all-reduce inside the group (started, and
 // waited for at the next collective, so an overlapped one runs beside the backward), the
 // sum across the plan's pipelines where it has several, the tied embedding's sum, the
-// global norm for clipping, and AdamW.
+// global norm for clipping, and AdamW (each data-parallel rank stepping its part where the
+// plan shards the optimizer, optimizer_shards.h).
 #pragma once
 
 #include <torch/torch.h>
@@ -24,6 +25,7 @@
 #include "hyperpipe/runtime/loss_scaler.h"
 #include "hyperpipe/runtime/mixed_precision.h"
 #include "hyperpipe/runtime/optimizer.h"
+#include "hyperpipe/runtime/optimizer_shards.h"
 #include "hyperpipe/runtime/rank_layout.h"
 #include "hyperpipe/runtime/stage_module.h"
 #include "hyperpipe/runtime/text_corpus.h"
@@ -65,11 +67,17 @@ class Executor {
 
   // The model chunks this process holds (one per chunk of its device group).
   const std::vector<std::shared_ptr<StageModule>>& chunks() const { return chunks_; }
-  torch::optim::AdamW& optimizer() { return *optimizer_; }
-  // What AdamW updates for a parameter of the chunks: its fp32 master under mixed
-  // precision, else the parameter itself. Checkpoints hold these.
-  const torch::Tensor& trained(const torch::Tensor& parameter) const;
-  // After new values were written into trained(): the model's weights follow them.
+  // Whether this process steps only its part of the optimizer state (the plan's
+  // shard_optimizer, over a data-parallel group of more than one).
+  bool shards_optimizer() const { return shards_.has_value(); }
+  // What AdamW updates for each parameter of chunk `c` (its fp32 master under mixed
+  // precision, else the parameter itself) and its AdamW state, whole, in the order of the
+  // chunk's named_parameters(). Checkpoints hold these. Sharded, a collective over the
+  // data-parallel group: each of its ranks calls it for each chunk in turn.
+  std::vector<TrainedState> trained_state(int c) const;
+  // Parameter `i` of chunk `c` from its whole trained value and state (a checkpoint's).
+  void restore_trained_state(int c, size_t i, const TrainedState& whole);
+  // After every restore_trained_state: the model's weights follow the trained values.
   void trained_weights_changed();
   // The loss scaler, where the run scales its loss (null otherwise).
   DynamicLossScaler* loss_scaler() { return scaler_ ? &*scaler_ : nullptr; }
@@ -134,6 +142,9 @@ class Executor {
   void wait_all(std::vector<std::unique_ptr<Pending>>& pending, const char* what, int micro_batch,
                 std::vector<torch::Tensor>* gathers = nullptr);
   std::vector<torch::Tensor> parameters() const;
+  const torch::Tensor& trained(const torch::Tensor& parameter) const;
+  // The sharded optimizer's gather of its parts over the data-parallel group.
+  GatherParts gather_over_dp() const;
   // Bytes of the weights, of their gradients and of the optimizer's state for them.
   double static_bytes() const;
   // Adds what the process holds now to the track's memory: the allocator's count, with
@@ -166,6 +177,8 @@ class Executor {
   bool split_backward_ = false;  // the schedule has W ops of its own
   std::vector<std::shared_ptr<StageModule>> chunks_;
   std::unique_ptr<MasterWeights> masters_;  // under mixed precision
+  std::optional<OptimizerShards> shards_;   // under the plan's shard_optimizer
+  std::vector<torch::Tensor> stepped_;      // what AdamW steps
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::optional<DynamicLossScaler> scaler_;
   torch::ScalarType activation_type_ = torch::kFloat;

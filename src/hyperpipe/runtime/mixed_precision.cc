@@ -24,16 +24,27 @@ bool needs_master_weights(torch::ScalarType type) {
   return type == torch::kHalf || type == torch::kBFloat16;
 }
 
-MasterWeights::MasterWeights(std::vector<torch::Tensor> parameters, torch::ScalarType type)
-    : parameters_(std::move(parameters)) {
+MasterWeights::MasterWeights(std::vector<torch::Tensor> parameters, torch::ScalarType type,
+                             std::vector<FlatRange> kept)
+    : parameters_(std::move(parameters)), kept_(std::move(kept)) {
+  if (!kept_.empty() && kept_.size() != parameters_.size()) {
+    throw std::invalid_argument("one kept range per parameter");
+  }
   torch::NoGradGuard no_grad;
-  for (auto& p : parameters_) {
-    masters_.push_back(p.detach().to(torch::kFloat, /*non_blocking=*/false, /*copy=*/true));
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    auto& p = parameters_[i];
+    masters_.push_back(
+        kept_part(p.detach(), i).to(torch::kFloat, /*non_blocking=*/false, /*copy=*/true));
+    if (masters_.back().numel() > 0 || kept_.empty()) stepped_.push_back(masters_.back());
     p.set_data(p.detach().to(type));
-    main_grads_.push_back(torch::zeros_like(masters_.back()));
-    masters_.back().mutable_grad() = main_grads_.back();
+    main_grads_.push_back(torch::zeros_like(p, torch::kFloat));
   }
   zero_main_grads();
+}
+
+torch::Tensor MasterWeights::kept_part(const torch::Tensor& whole, size_t i) const {
+  if (kept_.empty()) return whole;
+  return whole.view(-1).narrow(0, kept_[i].begin, kept_[i].size());
 }
 
 const torch::Tensor& MasterWeights::master_of(const torch::Tensor& parameter) const {
@@ -49,13 +60,15 @@ void MasterWeights::zero_main_grads() {
     // The fp32 buffer in the 16-bit weight's gradient slot: autograd's accumulation adds
     // into a defined gradient in place (`grad += new`), promoting to fp32.
     parameters_[i].mutable_grad() = main_grads_[i];
-    masters_[i].mutable_grad() = main_grads_[i];
+    masters_[i].mutable_grad() = kept_part(main_grads_[i], i);
   }
 }
 
 void MasterWeights::copy_to_model() {
   torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < parameters_.size(); ++i) parameters_[i].copy_(masters_[i]);
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    kept_part(parameters_[i].detach(), i).copy_(masters_[i]);
+  }
 }
 
 double MasterWeights::bytes() const {

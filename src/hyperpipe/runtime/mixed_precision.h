@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "hyperpipe/model/dtype.h"
@@ -21,16 +22,27 @@ torch::ScalarType scalar_type_of(model::DType dtype);
 // Whether weights of this type train with fp32 masters (bf16, fp16).
 bool needs_master_weights(torch::ScalarType type);
 
+// A range [begin, end) of a tensor's elements, flattened.
+struct FlatRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t size() const { return end - begin; }
+  bool operator==(const FlatRange& other) const { return begin == other.begin && end == other.end; }
+};
+
 class MasterWeights {
  public:
   // Keeps each parameter's values now (fp32) as its master, then turns the parameter
   // itself into `type` in place (the same tensor, so modules and optimizers that hold it
-  // see the change), and gives it its fp32 main grad.
-  MasterWeights(std::vector<torch::Tensor> parameters, torch::ScalarType type);
+  // see the change), and gives it its fp32 main grad. With `kept` (one range per
+  // parameter), a sharded optimizer's: only those elements have a master, flat.
+  MasterWeights(std::vector<torch::Tensor> parameters, torch::ScalarType type,
+                std::vector<FlatRange> kept = {});
 
-  // What AdamW steps: the masters, whose gradients are the main grads.
-  const std::vector<torch::Tensor>& masters() const { return masters_; }
-  // The master of one of the parameters given (by identity).
+  // What AdamW steps: the masters (those not empty), whose gradients are the main grads.
+  const std::vector<torch::Tensor>& masters() const { return stepped_; }
+  // The master of one of the parameters given (by identity): shaped as it, or flat and
+  // possibly empty where only a range is kept.
   const torch::Tensor& master_of(const torch::Tensor& parameter) const;
 
   // Before a step's first backward: every main grad zero and in place as its parameter's
@@ -42,8 +54,13 @@ class MasterWeights {
   double bytes() const;
 
  private:
+  // The master's range of the parameter's elements and the main grad's view of it.
+  torch::Tensor kept_part(const torch::Tensor& whole, size_t i) const;
+
   std::vector<torch::Tensor> parameters_;
+  std::vector<FlatRange> kept_;  // empty: every parameter whole
   std::vector<torch::Tensor> masters_;
+  std::vector<torch::Tensor> stepped_;  // the masters not empty
   std::vector<torch::Tensor> main_grads_;
 };
 

@@ -1,12 +1,22 @@
 #include "hyperpipe/runtime/optimizer.h"
 
+#include <sstream>
+
 namespace hyperpipe::runtime {
 
 std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Tensor>& parameters,
                                                     const OptimizerOptions& options) {
+  std::vector<bool> matrices;
+  for (const auto& p : parameters) matrices.push_back(p.dim() >= 2);
+  return make_optimizer(parameters, matrices, options);
+}
+
+std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Tensor>& tensors,
+                                                    const std::vector<bool>& decays,
+                                                    const OptimizerOptions& options) {
   std::vector<torch::Tensor> decayed;
   std::vector<torch::Tensor> kept;
-  for (const auto& p : parameters) (p.dim() >= 2 ? decayed : kept).push_back(p);
+  for (size_t i = 0; i < tensors.size(); ++i) (decays.at(i) ? decayed : kept).push_back(tensors[i]);
   const auto adamw = [&](double decay) {
     return std::make_unique<torch::optim::AdamWOptions>(
         torch::optim::AdamWOptions(options.learning_rate)
@@ -19,6 +29,12 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Ten
   groups.emplace_back(kept, adamw(0.0));
   return std::make_unique<torch::optim::AdamW>(groups,
                                                torch::optim::AdamWOptions(options.learning_rate));
+}
+
+std::string adam_state_key(const torch::Tensor& tensor) {
+  std::ostringstream key;
+  key << tensor.unsafeGetTensorImpl();
+  return key.str();
 }
 
 double clip_factor(double global_norm, double clip_norm) {

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "hyperpipe/runtime/optimizer_options.h"
@@ -16,6 +17,15 @@ inline constexpr double kClipEpsilon = 1e-6;
 
 std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Tensor>& parameters,
                                                     const OptimizerOptions& options);
+// The same for tensors that are not shaped as their parameters (a sharded optimizer's
+// flat pieces): `decayed` says for each whether weight decay applies.
+std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Tensor>& tensors,
+                                                    const std::vector<bool>& decayed,
+                                                    const OptimizerOptions& options);
+
+// The optimizer's key for a tensor it steps: libtorch keys AdamW state by the address of
+// the tensor's impl, printed by an ostream (c10::guts::to_string in libtorch's optimizers).
+std::string adam_state_key(const torch::Tensor& tensor);
 
 // The factor clip_grad_norm_ scales gradients by for this global norm (1 when within).
 double clip_factor(double global_norm, double clip_norm);

@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "hyperpipe/plan/framework.h"
 #include "hyperpipe/plan/plan_schedule.h"
 
 namespace hyperpipe::sim {
@@ -236,6 +237,7 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
   planned.sequence_parallel = plan.sequence_parallel || given.options().sequence_parallel;
   // Likewise the sharded optimizer.
   planned.shard_optimizer = plan.shard_optimizer || given.options().shard_optimizer;
+  planned.reduce_scatter_gradients = plan::traits(plan.runtime).reduce_scatters_gradients;
   const cost::CostModel costs = given.with_options(planned);
   const auto& cluster = costs.cluster();
   const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
