@@ -36,7 +36,7 @@ mkdir -p "$out"
 ./build/bench/host_drift_bench 30 >"$out/host_drift.txt"
 
 profile() {  # micro-batch sizes, output[, cluster, tensor-parallel degrees]
-  $hp profile --model "$model" --cluster "${3:-cpu-emulated}" --tp "${4:-1}" --microbatch "$1" \
+  $hp profile --model "$model" --cluster "${3:-cpu-emulated}" --tp "${4:-1}" --micro-batch "$1" \
     --out "$2" >/dev/null
 }
 profile 1,2,4,8 "$out/profiles.json"

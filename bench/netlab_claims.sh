@@ -26,7 +26,7 @@ bash scripts/netlab.sh check
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-"$hyperpipe" profile --model "$model" --cluster "$cluster" --microbatch 1,2,4,8 --no-links \
+"$hyperpipe" profile --model "$model" --cluster "$cluster" --micro-batch 1,2,4,8 --no-links \
   --out "$work/profiles.json" >/dev/null
 # The lab's links, measured across its hosts into the same database (some 15 s: the slow
 # link's ladder stops at 4 MiB, 0.35 s each way).
@@ -70,7 +70,7 @@ for ((pass = 0; pass < passes; ++pass)); do
     # bench/accuracy.sh: this host's speed drifts by 10-30% over minutes.
     micro=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["micro_batch_size"])' \
       "$work/$name.json")
-    "$hyperpipe" profile --model "$model" --cluster "$cluster" --microbatch "$micro" --no-links \
+    "$hyperpipe" profile --model "$model" --cluster "$cluster" --micro-batch "$micro" --no-links \
       --out "$work/profiles.json" >/dev/null
     bash scripts/netlab.sh run --plan "$work/$name.json" -- "$hyperpipe" train \
       --plan "$work/$name.json" --data examples/data/corpus.txt --steps "$steps" \

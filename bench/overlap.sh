@@ -30,7 +30,7 @@ dtype: fp32
 YAML
 
 # Each dp rank runs 4 of the micro-batch's 8 sequences.
-$hp profile --model "$model" --cluster cpu-one-node --microbatch 4 --out "$out/profiles.json" \
+$hp profile --model "$model" --cluster cpu-one-node --micro-batch 4 --out "$out/profiles.json" \
   >/dev/null
 for overlap in false true; do
   cat >"$out/plan-$overlap.json" <<JSON

@@ -19,7 +19,7 @@ section() { printf '\n== %s\n\n' "$1"; }
 section "The emulated cluster and the model"
 ./build/hyperpipe describe --model "$model" --cluster cpu-emulated
 section "Profiling the host (each layer kind, per micro-batch size)"
-./build/hyperpipe profile --model "$model" --cluster cpu-emulated --microbatch 1,2,4,8 \
+./build/hyperpipe profile --model "$model" --cluster cpu-emulated --micro-batch 1,2,4,8 \
   --out "$out/profiles.json"
 section "Planning with the profiles (no tensor parallelism: the runtime has none yet)"
 ./build/hyperpipe plan --model "$model" --cluster cpu-emulated --global-batch 32 \

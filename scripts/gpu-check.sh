@@ -59,7 +59,7 @@ links:
 YAML
 
 step "profile: the embedding, a block and the head of a GPT-3 1.3B shape on the GPU (bf16)"
-"$HP" profile --model gpt3-1.3b --device cuda --as H200 --microbatch 1,2,4 --seq 2048 \
+"$HP" profile --model gpt3-1.3b --device cuda --as H200 --micro-batch 1,2,4 --seq 2048 \
   --out "$WORK/profiles.json"
 "$HP" describe --model gpt3-1.3b --cluster "$WORK/h200.yaml" --micro-batch 2 \
   --profiles "$WORK/profiles.json" 2> /dev/null | head -40 || true

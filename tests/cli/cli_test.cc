@@ -34,6 +34,26 @@ TEST(Cli, ModelsListsTheCatalogue) {
   EXPECT_EQ(parsed["models"].size(), 18u);
 }
 
+// `hyperpipe help [COMMAND]` is --help; the program's options go before or after the
+// command; built-in clusters are named without regard to case, as models are.
+TEST(Cli, HelpGlobalOptionsAnywhereAndNamesWithoutCase) {
+  const Result help = run("help plan");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_EQ(help.out, run("plan --help").out);
+  EXPECT_NE(help.out.find("--global-batch"), std::string::npos) << help.out;
+  const Result all = run("help");
+  EXPECT_EQ(all.exit_code, 0);
+  EXPECT_NE(all.out.find("simulate"), std::string::npos) << all.out;
+  const Result before = run("--format json --log-level warn models");
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  EXPECT_EQ(before.out, run("models --format json").out);
+  EXPECT_EQ(run("models --log-level warn --format=json").out, before.out);
+  EXPECT_EQ(run("--format=json models").out, before.out);
+  const Result upper = run("describe --cluster A100X8 --format json");
+  ASSERT_EQ(upper.exit_code, 0) << upper.err;
+  EXPECT_EQ(upper.out, run("describe --cluster a100x8 --format json").out);
+}
+
 TEST(Cli, DevicesListsGpuTypes) {
   const Result r = run("devices --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -130,11 +150,12 @@ TEST(Cli, DescribeActivationTransferIsPerShardUnderTensorParallelism) {
 }
 
 TEST(Cli, ScheduleOrdersOneStageALine) {
-  const Result r = run("schedule --kind 1f1b --stages 3 --microbatches 4");
+  const Result r = run("schedule --kind 1f1b --stages 3 --micro-batches 4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("F0 F1 F2 BW0 F3 BW1 BW2 BW3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("F0 BW0 F1 BW1 F2 BW2 F3 BW3"), std::string::npos) << r.out;
-  const Result json = run("schedule --kind zb-h1 --stages 2 --microbatches 2 --comm --format json");
+  const Result json =
+      run("schedule --kind zb-h1 --stages 2 --micro-batches 2 --comm --format json");
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const auto parsed = nlohmann::json::parse(json.out);
   EXPECT_EQ(parsed["kind"], "zb-h1");
@@ -402,6 +423,14 @@ TEST(Cli, ProfileLinksNeedsALaunchersProcesses) {
       << r.err;
   EXPECT_EQ(run("profile --links --out x.json").exit_code, 2);  // no cluster
 }
+
+// Profiling is long and per model: no default model, a message saying what to give.
+TEST(Cli, ProfileAsksForTheModel) {
+  const Result r = run("profile --out " + hyperpipe::testing::temp_path("no-model.json"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("error: --model: expected the model to profile"), std::string::npos)
+      << r.err;
+}
 #endif
 
 TEST(Cli, SimulateOnAnotherCluster) {
@@ -526,7 +555,17 @@ TEST_P(CliBadInput, ExitsTwoWithAMessage) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, CliBadInput,
     ::testing::Values(
-        BadInvocation{"", "A subcommand is required"}, BadInvocation{"frobnicate", "subcommand"},
+        BadInvocation{"", "A subcommand is required"},
+        BadInvocation{"frobnicate", "error: unknown command 'frobnicate' (`hyperpipe --help`"},
+        // Mistyped names: the nearest known one suggested.
+        BadInvocation{"plann --global-batch 8",
+                      "error: unknown command 'plann'; did you mean 'plan'?"},
+        BadInvocation{"plan --global-batch 8 --micro-batchs 2",
+                      "error: unknown option --micro-batchs for plan; did you mean "
+                      "'--micro-batch'? (`hyperpipe help plan` lists its options)"},
+        BadInvocation{"describe --model llama-2-7b", "; did you mean 'llama2-7b'?"},
+        BadInvocation{"describe --cluster a100-v100t4", "; did you mean 'a100-v100-t4'?"},
+        BadInvocation{"help plann", "plann not in {models,"},
         BadInvocation{"describe --model gpt-17", "error: --model: 'gpt-17': not a catalogue model"},
         BadInvocation{"describe --cluster /nonexistent.yaml", "error: --cluster"},
         BadInvocation{"describe --model /dev/zero",
@@ -550,7 +589,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "exceeds that of stage 0 (1): the pipeline would deadlock"},
         BadInvocation{"schedule --kind 1f1b --chunks 2", "only the interleaved schedule"},
         BadInvocation{"schedule --stages 0", "--stages: expected a positive integer"},
-        BadInvocation{"schedule --stages 4096 --microbatches 65536",
+        BadInvocation{"schedule --stages 4096 --micro-batches 65536",
                       "expected at most 67108864 ops in all"},
         BadInvocation{"simulate", "--plan is required"},
         BadInvocation{"plan", "--global-batch is required"},

@@ -103,7 +103,7 @@ TEST_F(WithoutWorker, TrainAndLaunchExitTwoNamingTheWorker) {
     EXPECT_NE(r.err.find(kWorkerName), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("plans only"), std::string::npos) << r.err;
   }
-  const Result planning = run_binary(binary_, "schedule --kind 1f1b --stages 2 --microbatches 2");
+  const Result planning = run_binary(binary_, "schedule --kind 1f1b --stages 2 --micro-batches 2");
   EXPECT_EQ(planning.exit_code, 0) << planning.err;
 }
 

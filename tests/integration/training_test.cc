@@ -619,9 +619,9 @@ TEST(Profile, MeasuresTheEmulatedTypesAsTheyRunAndMerges) {
   std::ofstream(dir + "/model.yaml") << kTinyGpt;
   const std::string base =
       kBinary + " profile --model " + dir + "/model.yaml --out " + dir + "/profiles.json";
-  ASSERT_EQ(run_command(base + " --cluster cpu-emulated --microbatch 1 > " + dir + "/log.txt"), 0)
+  ASSERT_EQ(run_command(base + " --cluster cpu-emulated --micro-batch 1 > " + dir + "/log.txt"), 0)
       << slurp(dir + "/log.txt");
-  ASSERT_EQ(run_command(base + " --as host --microbatch 2 > " + dir + "/log.txt"), 0)
+  ASSERT_EQ(run_command(base + " --as host --micro-batch 2 > " + dir + "/log.txt"), 0)
       << slurp(dir + "/log.txt");
   const auto db = cost::ProfileDb::load(dir + "/profiles.json");
   // Three kinds at size 1 for each of the three stand-ins, then three at size 2 for "host".

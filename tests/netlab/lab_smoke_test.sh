@@ -26,7 +26,7 @@ trap 'rm -rf "$work"' EXIT
 namespaces_before=$(ip netns list | grep -c '^hp' || true)
 
 "$hyperpipe" profile --model examples/models/tiny-gpt.yaml --cluster examples/clusters/lab-two-hosts.yaml \
-  --microbatch 4 --no-links --out "$work/profiles.json" >"$work/profile.log"
+  --micro-batch 4 --no-links --out "$work/profiles.json" >"$work/profile.log"
 
 fail() {
   echo "FAIL: $*" >&2

@@ -84,6 +84,7 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->default_val(5.0)
       ->check(CLI::NonNegativeNumber);
   command->allow_extras();
+  command->fallthrough(false);  // what launch does not know is train's
   command->footer(
       "Every other option goes to `hyperpipe train` (see `hyperpipe train --help`).\n"
       "Across machines run `hyperpipe train` under torchrun --no-python, mpirun or srun.\n"

@@ -23,7 +23,8 @@ namespace hyperpipe::cli {
 namespace {
 
 struct ProfileArgs {
-  std::string model = "gpt2";
+  // No default: profiling is long and per model, so it measures only what is asked for.
+  std::optional<std::string> model;
   std::string device = "cpu";
   std::vector<int64_t> micro_batches{1, 2, 4};
   std::vector<int> tensor_parallel{1};
@@ -155,7 +156,13 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
     run_link_profile(args, out);
     return;
   }
-  const model::Model model = model::load_model(args.model);
+  if (!args.model) {
+    throw InputError("--model", "",
+                     "expected the model to profile (a catalogue name, model YAML or "
+                     "config.json), e.g. "
+                     "--model examples/models/tiny-gpt.yaml");
+  }
+  const model::Model model = model::load_model(*args.model);
   const auto types = targets(args);  // checked before measuring anything
   cost::ProfileDb db;
   if (std::filesystem::exists(args.out)) db = cost::ProfileDb::load(args.out);
@@ -241,10 +248,10 @@ void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/
   auto args = std::make_shared<ProfileArgs>();
   CLI::App* command = app.add_subcommand(
       "profile", "Measure each layer kind of a model on this device into a profile database");
-  command->add_option("--model", args->model, "Catalogue name, model YAML or config.json")
-      ->default_val("gpt2");
+  command->add_option("--model,-m", args->model,
+                      "Catalogue name, model YAML or config.json (required but with --links)");
   command->add_option("--device", args->device, "cpu, cuda or cuda:N")->default_val("cpu");
-  command->add_option("--microbatch", args->micro_batches, "Micro-batch sizes to measure")
+  command->add_option("--micro-batch", args->micro_batches, "Micro-batch sizes to measure")
       ->delimiter(',')
       ->default_str("1,2,4")
       ->check(CLI::PositiveNumber);
@@ -276,7 +283,7 @@ void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/
   command->footer(
       "Examples:\n"
       "  hyperpipe profile --model examples/models/tiny-gpt.yaml --cluster cpu-emulated "
-      "--microbatch 1,2,4,8 --out profiles.json\n"
+      "--micro-batch 1,2,4,8 --out profiles.json\n"
       "  hyperpipe profile --model llama2-7b --device cuda --as A100-80GB --out profiles.json");
   command->callback([args, &out] { run_profile(*args, out); });
 }

@@ -30,7 +30,7 @@ void run_schedule(const ScheduleArgs& args, std::ostream& out) {
   const int64_t ops = int64_t{3} * args.stages * args.micro_batches * args.chunks;
   if (ops > kMaxScheduleOps) {
     throw InputError(
-        "schedule", "--stages × --microbatches × --chunks",
+        "schedule", "--stages × --micro-batches × --chunks",
         fmt::format("expected at most {} ops in all, got about {}", kMaxScheduleOps, ops));
   }
   schedule::Schedule s;
@@ -95,7 +95,7 @@ void add_schedule_command(CLI::App& app, std::ostream& out) {
   command->add_option("--stages,-s", args->stages, "Pipeline stages (device groups)")
       ->check(positive_integer())
       ->default_str("4");
-  command->add_option("--microbatches,-m", args->micro_batches, "Micro-batches per iteration")
+  command->add_option("--micro-batches", args->micro_batches, "Micro-batches per iteration")
       ->check(positive_integer())
       ->default_str("8");
   command->add_option("--chunks,-v", args->chunks, "Model chunks per stage (interleaved)")
@@ -111,10 +111,10 @@ void add_schedule_command(CLI::App& app, std::ostream& out) {
       "Ops: F forward, B backward (input), W backward (weights), BW both; SF/SB send an\n"
       "activation/gradient (>rank), RF/RB receive one (<rank).\n"
       "Examples:\n"
-      "  hyperpipe schedule --kind 1f1b --stages 4 --microbatches 8\n"
-      "  hyperpipe schedule --kind interleaved --stages 2 --microbatches 4 --chunks 2\n"
-      "  hyperpipe schedule --kind hetero-1f1b --stages 4 --microbatches 8 --warmup 6,4,2,1\n"
-      "  hyperpipe schedule --kind zb-h1 --stages 3 --microbatches 6 --comm --format json");
+      "  hyperpipe schedule --kind 1f1b --stages 4 --micro-batches 8\n"
+      "  hyperpipe schedule --kind interleaved --stages 2 --micro-batches 4 --chunks 2\n"
+      "  hyperpipe schedule --kind hetero-1f1b --stages 4 --micro-batches 8 --warmup 6,4,2,1\n"
+      "  hyperpipe schedule --kind zb-h1 --stages 3 --micro-batches 6 --comm --format json");
   command->callback([args, &out] { run_schedule(*args, out); });
 }
 

@@ -52,6 +52,7 @@ AddCommand worker_command(std::string name, std::string summary, int argc,
     command->set_help_flag();
     command->prefix_command();
     command->allow_extras();
+    command->fallthrough(false);  // every argument is the worker's
     command->callback([name, argc, argv] { exec_worker(name, argc, argv); });
   };
 }

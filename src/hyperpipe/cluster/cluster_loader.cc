@@ -1,5 +1,9 @@
 #include "hyperpipe/cluster/cluster_loader.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -7,6 +11,7 @@
 #include "hyperpipe/cluster/gpu_catalogue.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/limits.h"
+#include "hyperpipe/common/nearest_name.h"
 
 namespace hyperpipe::cluster {
 namespace {
@@ -254,15 +259,21 @@ Cluster load_cluster(const std::string& name_or_path) {
   if (std::filesystem::exists(name_or_path)) {
     return read_cluster_yaml(YamlField::load_file(name_or_path));
   }
+  // Built-in names as model names: without regard to case.
+  const auto lower = [](std::string text) {
+    for (auto& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+  };
   for (const auto& [name, text] : builtin_clusters()) {
-    if (name == name_or_path) {
+    if (name == lower(name_or_path)) {
       return read_cluster_yaml(YamlField::load_string(text, "built-in cluster '" + name + "'"));
     }
   }
-  std::string names;
-  for (const auto& entry : builtin_clusters()) names += (names.empty() ? "" : ", ") + entry.first;
+  std::vector<std::string> names;
+  for (const auto& entry : builtin_clusters()) names.push_back(entry.first);
   throw InputError("--cluster", "'" + name_or_path + "'",
-                   "not an existing cluster file nor a built-in cluster (" + names + ")");
+                   fmt::format("not an existing cluster file nor a built-in cluster ({}){}",
+                               fmt::join(names, ", "), did_you_mean(name_or_path, names)));
 }
 
 }  // namespace hyperpipe::cluster

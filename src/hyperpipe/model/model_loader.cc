@@ -8,6 +8,7 @@
 
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/limits.h"
+#include "hyperpipe/common/nearest_name.h"
 #include "hyperpipe/common/text_excerpt.h"
 #include "hyperpipe/model/catalogue.h"
 
@@ -193,9 +194,12 @@ TransformerConfig read_model_yaml(const YamlField& root) {
 Model load_model(const std::string& name_or_path) {
   if (auto found = find_catalogue_model(name_or_path)) return Model(*found);
   if (!std::filesystem::exists(name_or_path)) {
+    std::vector<std::string> names;
+    for (const auto& entry : model_catalogue()) names.push_back(entry.config.name);
     throw InputError("--model", "'" + name_or_path + "'",
                      "not a catalogue model (see `hyperpipe models`) nor an existing file "
-                     "(a model .yaml or a Hugging Face config.json)");
+                     "(a model .yaml or a Hugging Face config.json)" +
+                         did_you_mean(name_or_path, names));
   }
   const YamlField root = YamlField::load_file(name_or_path);
   if (root.is_map() && root.has("model_type")) return Model(read_hf_config(root));
