@@ -54,6 +54,23 @@ TEST(Cli, HelpGlobalOptionsAnywhereAndNamesWithoutCase) {
   EXPECT_EQ(upper.out, run("describe --cluster a100x8 --format json").out);
 }
 
+// CPU stand-ins have no GPU peak: no MFU is shown for them (JSON: null), only for GPUs.
+TEST(Cli, NoMfuForCpuStandIns) {
+  const std::string tiny = "plan --model " + kExamples + "/models/tiny-gpt.yaml --global-batch 16 ";
+  const Result text = run(tiny + "--cluster cpu-emulated");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out.find(", MFU "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("CPU stand-ins (no MFU: their peak is this host's)"), std::string::npos)
+      << text.out;
+  const auto doc = nlohmann::json::parse(run(tiny + "--cluster cpu-emulated --format json").out);
+  EXPECT_TRUE(doc["plan"]["predicted"]["mfu"].is_null());
+  EXPECT_TRUE(doc["report"]["mfu"].is_null());
+  EXPECT_TRUE(doc["report"]["stand_ins"]);
+  const auto gpus = nlohmann::json::parse(run(tiny + "--cluster a100x8 --format json").out);
+  EXPECT_GT(gpus["plan"]["predicted"]["mfu"].get<double>(), 0);
+  EXPECT_FALSE(gpus["report"]["stand_ins"]);
+}
+
 TEST(Cli, DevicesListsGpuTypes) {
   const Result r = run("devices --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -93,25 +93,52 @@ TEST(TrainReport, EtaAndPredictedPaths) {
   EXPECT_EQ(predicted_path("run/measured.svg"), "run/measured.predicted.svg");
 }
 
-TEST(TrainReport, ThePredictionMeetsTheMedianStepAfterTheFirst) {
-  const auto [plan, model, cluster] =
-      plan::load_checked_plan(std::string(HYPERPIPE_EXAMPLES) + "/plans/tiny-gpt-3stage.json");
+// The record of a run whose steps took 9, 1, 4 and 2 s: the first warms up and is left
+// out, the median of the others is 2 s.
+runtime::TrainRecord four_steps() {
   runtime::TrainRecord record;
   record.reporter = true;
-  // The first step (9 s) warms up and is left out: the median of 1, 4, 2 is 2 s.
   record.steps = {{0, 5, 1, 9.0}, {1, 5, 1, 1.0}, {2, 5, 1, 4.0}, {3, 5, 1, 2.0}};
+  return record;
+}
+
+// On GPUs costed from their datasheets the prediction is of the devices that ran.
+TEST(TrainReport, ThePredictionMeetsTheMedianStepAfterTheFirst) {
+  const auto [plan, model, cluster] = plan::load_checked_plan(
+      std::string(HYPERPIPE_EXAMPLES) + "/plans/tiny-gpt-3stage.json", "a100x8");
   const std::string metrics = hyperpipe::testing::temp_path("prediction-metrics.jsonl");
   std::ostringstream out;
-  report_prediction(record, plan, model, cluster, nullptr, report_options(metrics), out);
-  EXPECT_NE(out.str().find("measured 2000.0 ms (median of 3 steps)"), std::string::npos)
+  report_prediction(four_steps(), plan, model, cluster, nullptr, report_options(metrics), out);
+  EXPECT_NE(out.str().find("measured 2000.0 ms (median of 3 steps): error"), std::string::npos)
       << out.str();
   const auto prediction = nlohmann::json::parse(slurp(metrics + ".prediction.json"));
   EXPECT_DOUBLE_EQ(prediction["measured_iteration_s"].get<double>(), 2.0);
   EXPECT_EQ(prediction["source"], "estimates");
+  EXPECT_TRUE(prediction["comparable"]);
   const double predicted = prediction["predicted_iteration_s"].get<double>();
   EXPECT_GT(predicted, 0);
   EXPECT_DOUBLE_EQ(prediction["relative_error"].get<double>(), predicted / 2.0 - 1);
   EXPECT_FALSE(prediction.contains("replayed_iteration_s"));  // no timeline in the record
+  std::filesystem::remove(metrics + ".prediction.json");
+}
+
+// CPU stand-ins costed from their GPU types' datasheets: a prediction of other machines,
+// so no error is shown, and the way to one that means something is.
+TEST(TrainReport, StandInsWithoutProfilesShowNoError) {
+  const auto [plan, model, cluster] =
+      plan::load_checked_plan(std::string(HYPERPIPE_EXAMPLES) + "/plans/tiny-gpt-3stage.json");
+  const std::string metrics = hyperpipe::testing::temp_path("stand-in-metrics.jsonl");
+  std::ostringstream out;
+  report_prediction(four_steps(), plan, model, cluster, nullptr, report_options(metrics), out);
+  EXPECT_EQ(out.str().find("error +"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("error -"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("measured 2000.0 ms per iteration (median of 3 steps). No error"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("pass --profiles profiles.json"), std::string::npos) << out.str();
+  const auto prediction = nlohmann::json::parse(slurp(metrics + ".prediction.json"));
+  EXPECT_FALSE(prediction["comparable"]);
+  EXPECT_FALSE(prediction.contains("relative_error"));
   std::filesystem::remove(metrics + ".prediction.json");
 }
 

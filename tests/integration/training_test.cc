@@ -598,18 +598,25 @@ TEST(Training, EmulatedDeviceTypesRunAtTheirSpeeds) {
   EXPECT_GT(ratio, 2.0);
   EXPECT_LT(ratio, 12.0);
   EXPECT_TRUE(fs::exists(dir + "/timeline.predicted.json"));  // the simulator's, beside it
-  // And the run checks the cost model: predicted against measured, printed and written,
-  // with a row per device group.
+  // Without profiles the simulator costs the GPU types' datasheets: the run says that a
+  // prediction of other machines is no check of this one, and how to get one that is; the
+  // replay with the run's own compute still checks the schedule and communication model.
   const std::string log = slurp(dir + "/log.txt");
-  EXPECT_NE(log.find("predicted "), std::string::npos);
-  EXPECT_NE(log.find("device group by device group"), std::string::npos) << log;
-  for (const char* row : {"stage 0: A100-40GB", "stage 1: T4", "stage 2: V100-16GB"}) {
-    EXPECT_NE(log.find(row), std::string::npos) << row << "\n" << log;
-  }
+  EXPECT_NE(log.find("No error against the prediction"), std::string::npos) << log;
+  EXPECT_NE(log.find("pass --profiles profiles.json"), std::string::npos) << log;
+  EXPECT_NE(log.find("replayed with step"), std::string::npos) << log;
+  // Memory does not depend on the devices' speed: compared group by group all the same.
+  EXPECT_NE(log.find("device group by device group (memory: times of other devices)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("Memory per device"), std::string::npos) << log;
+  EXPECT_EQ(log.find("Compute predicted"), std::string::npos) << log;
   const auto prediction = nlohmann::json::parse(slurp(dir + "/metrics.jsonl.prediction.json"));
   EXPECT_GT(prediction["predicted_iteration_s"].get<double>(), 0);
   EXPECT_GT(prediction["measured_iteration_s"].get<double>(), 0);
   EXPECT_EQ(prediction["source"], "estimates");
+  EXPECT_FALSE(prediction["comparable"]);
+  EXPECT_FALSE(prediction.contains("relative_error"));
 }
 
 TEST(Profile, MeasuresTheEmulatedTypesAsTheyRunAndMerges) {

@@ -319,18 +319,22 @@ TEST(Simulator, OverlapHidesABucketBehindTheBackwardLeftClosedForm) {
 
 TEST(Simulator, TheTiedEmbeddingSumWaitsForBothEnds) {
   // Rank 1 ends its compute at 7 and rank 0 at 9 (as above); the tied sum (0.5) starts
-  // when both are there, then the norm (0.25) over both, then the steps.
+  // when both are there, then the norm (0.25) over both, then the steps. Each rank's
+  // interval runs from its arrival, as the runtime measures a collective from its call.
   std::vector<StageCost> costs(2, stage(1, 2));
   SimInput input = make_input(schedule::one_f_one_b(2, 2), costs, {}, {.tied_embeddings = true});
   input.tied_embedding = 0.5;
   input.global_norm = 0.25;
   const SimOutput out = simulate(input);
   EXPECT_DOUBLE_EQ(out.iteration_time, 9 + 0.5 + 0.25);
-  for (const auto& track : out.timeline.tracks) {
+  const double arrival[] = {9, 7};
+  for (size_t r = 0; r < out.timeline.tracks.size(); ++r) {
+    const auto& track = out.timeline.tracks[r];
     const auto tied = std::find_if(track.communication.begin(), track.communication.end(),
                                    [](const auto& i) { return i.op == "tied embedding"; });
     ASSERT_NE(tied, track.communication.end());
-    EXPECT_DOUBLE_EQ(tied->start, 9);
+    EXPECT_DOUBLE_EQ(tied->start, arrival[r]) << r;
+    EXPECT_DOUBLE_EQ(tied->end, 9.5) << r;
     EXPECT_EQ(track.ops.back(), "OPT");
   }
   EXPECT_DOUBLE_EQ(out.ranks[1].tied_embedding, 0.5);

@@ -56,10 +56,12 @@ double bubble_fraction(const planner::ScoredPlan& scored) {
 
 json predicted(const planner::ScoredPlan& scored) {
   const auto& sim = scored.simulation;
-  return {
-      {"iteration_time_s", sim.output.iteration_time},        {"tokens_per_s", sim.tokens_per_s},
-      {"achieved_flops_per_gpu", sim.achieved_flops_per_gpu}, {"mfu", sim.mfu},
-      {"bubble_fraction", bubble_fraction(scored)},           {"fits", scored.fits}};
+  return {{"iteration_time_s", sim.output.iteration_time},
+          {"tokens_per_s", sim.tokens_per_s},
+          {"achieved_flops_per_gpu", sim.achieved_flops_per_gpu},
+          {"mfu", sim.stand_ins ? json(nullptr) : json(sim.mfu)},
+          {"bubble_fraction", bubble_fraction(scored)},
+          {"fits", scored.fits}};
 }
 
 json plan_document(const planner::ScoredPlan& scored) {
@@ -132,10 +134,11 @@ void print_plan(const planner::ScoredPlan& scored, const std::string& model,
     }
   }
   out << fmt::format(
-      "  Predicted iteration {}: {} tokens/s, {} per GPU over {} GPUs, MFU {:.1f}%, bubble "
-      "{:.1f}%\n",
+      "  Predicted iteration {}: {} tokens/s, {} per {} over {} {}, bubble {:.1f}%\n",
       format_duration(sim.output.iteration_time), format_count(sim.tokens_per_s),
-      format_flop_rate(sim.achieved_flops_per_gpu), sim.devices, 100 * sim.mfu,
+      format_flop_rate(sim.achieved_flops_per_gpu), sim.stand_ins ? "process" : "GPU", sim.devices,
+      sim.stand_ins ? "CPU stand-ins (no MFU: their peak is this host's)"
+                    : fmt::format("GPUs, MFU {:.1f}%", 100 * sim.mfu),
       100 * bubble_fraction(scored));
 }
 

@@ -75,7 +75,9 @@ json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simula
           {"iteration_time_s", out.iteration_time},
           {"tokens_per_s", simulation.tokens_per_s},
           {"achieved_flops_per_gpu", simulation.achieved_flops_per_gpu},
-          {"mfu", simulation.mfu},
+          // Not against a GPU type's peak where CPU stand-ins ran (see PlanSimulation).
+          {"mfu", simulation.stand_ins ? json(nullptr) : json(simulation.mfu)},
+          {"stand_ins", simulation.stand_ins},
           {"stages", stages},
           {"ranks", ranks}};
 }
@@ -165,11 +167,15 @@ void print_simulation_tables(const json& report, std::ostream& out) {
     ranks.add_row(row);
   }
   ranks.print(out, "  ");
-  out << fmt::format("\nIteration {}: {} tokens/s, {} per GPU over {} GPUs, MFU {:.1f}%\n",
-                     format_duration(report["iteration_time_s"].get<double>()),
-                     format_count(report["tokens_per_s"].get<double>()),
-                     format_flop_rate(report["achieved_flops_per_gpu"].get<double>()),
-                     report["devices"].get<int>(), 100 * report["mfu"].get<double>());
+  out << fmt::format(
+      "\nIteration {}: {} tokens/s, {} per {} over {} {}{}\n",
+      format_duration(report["iteration_time_s"].get<double>()),
+      format_count(report["tokens_per_s"].get<double>()),
+      format_flop_rate(report["achieved_flops_per_gpu"].get<double>()),
+      report["mfu"].is_null() ? "process" : "GPU", report["devices"].get<int>(),
+      report["mfu"].is_null() ? "CPU stand-ins (no MFU: their peak is this host's)" : "GPUs",
+      report["mfu"].is_null() ? ""
+                              : fmt::format(", MFU {:.1f}%", 100 * report["mfu"].get<double>()));
   if (overflow) {
     out << "Warning: some device groups need more memory than they have; the plan would not "
            "run as written (add recomputation, stages or devices).\n";

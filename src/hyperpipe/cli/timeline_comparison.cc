@@ -179,7 +179,11 @@ void print_memory(const json& report, std::ostream& out) {
 
 }  // namespace
 
-void print_comparison(const json& report, std::ostream& out) {
+void print_comparison(const json& report, std::ostream& out, bool times) {
+  if (!times) {
+    print_memory(report, out);
+    return;
+  }
   // Idle is the iteration less compute: the bubble, waits for transfers and the gradient
   // sums, which are shown on their own too (a sum also waits for the slowest member); the
   // tied embedding's sum apart where a group has one.

@@ -15,6 +15,8 @@ namespace hyperpipe::cli {
 nlohmann::json compare_timelines(const trace::Timeline& predicted, const trace::Timeline& measured);
 
 // The document as a table, one row per device group, and the iteration line.
-void print_comparison(const nlohmann::json& report, std::ostream& out);
+// Without `times`, the memory alone (a prediction of other devices' speed, as CPU
+// stand-ins costed from GPU datasheets, still predicts their memory).
+void print_comparison(const nlohmann::json& report, std::ostream& out, bool times = true);
 
 }  // namespace hyperpipe::cli

@@ -130,15 +130,29 @@ void report_prediction(const runtime::TrainRecord& record, const plan::Plan& pla
   const double measured = median(seconds);
   const double predicted = simulation.output.iteration_time;
   const double error = predicted / measured - 1;
-  out << fmt::format(
-      "\npredicted {:.1f} ms per iteration ({}), measured {:.1f} ms (median of {} steps): "
-      "error {:+.1f}%\n",
-      predicted * 1e3, profiles ? "simulator with profiles" : "simulator with estimates",
-      measured * 1e3, seconds.size(), 100 * error);
   nlohmann::json prediction{{"predicted_iteration_s", predicted},
                             {"measured_iteration_s", measured},
-                            {"relative_error", error},
                             {"source", profiles ? "profiles" : "estimates"}};
+  // CPU stand-ins costed from their GPU types' datasheets: the prediction is of the GPUs,
+  // the measurement of this host, and their ratio means nothing.
+  const bool comparable = profiles || !simulation.stand_ins;
+  prediction["comparable"] = comparable;
+  if (comparable) {
+    out << fmt::format(
+        "\npredicted {:.1f} ms per iteration ({}), measured {:.1f} ms (median of {} steps): "
+        "error {:+.1f}%\n",
+        predicted * 1e3, profiles ? "simulator with profiles" : "simulator with estimates",
+        measured * 1e3, seconds.size(), 100 * error);
+    prediction["relative_error"] = error;
+  } else {
+    out << fmt::format(
+        "\nmeasured {:.1f} ms per iteration (median of {} steps). No error against the "
+        "prediction ({:.1f} ms): without --profiles the simulator costs the GPU types' "
+        "datasheets, while {} runs CPU stand-ins of this host. Profile the host for this "
+        "model and cluster (hyperpipe profile --model M --cluster C --out profiles.json) and "
+        "pass --profiles profiles.json for a prediction to check.\n",
+        measured * 1e3, seconds.size(), predicted * 1e3, cluster.name());
+  }
   std::optional<nlohmann::json> comparison;
   if (record.measured_timeline) {
     auto predicted_timeline = simulation.output.timeline;
@@ -165,9 +179,10 @@ void report_prediction(const runtime::TrainRecord& record, const plan::Plan& pla
     write_file_atomically(*options.metrics_path + ".prediction.json", prediction.dump(2));
   }
   if (comparison) {
-    out << fmt::format("\npredicted against measured in step {}, device group by device group:\n",
-                       record.traced_step + 1);
-    print_comparison(*comparison, out);
+    out << fmt::format("\npredicted against measured in step {}, device group by device group{}:\n",
+                       record.traced_step + 1,
+                       comparable ? "" : " (memory: times of other devices)");
+    print_comparison(*comparison, out, comparable);
   }
 }
 

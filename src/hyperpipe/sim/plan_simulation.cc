@@ -300,6 +300,7 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
     const auto& type = cluster.gpu_type(stage.gpu_type);
     peak += type.peak_flops(costs.model().config().dtype, costs.options().allow_tf32) *
             static_cast<double>(stage.devices.size());
+    result.stand_ins = result.stand_ins || type.speed.has_value();
   }
   result.mfu = result.model_flops / time / peak;
   return result;

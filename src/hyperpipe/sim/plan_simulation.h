@@ -52,7 +52,10 @@ struct PlanSimulation {
   double model_flops = 0;             // per iteration, without recomputation
   double achieved_flops_per_gpu = 0;  // model FLOPs / iteration time / devices
   double mfu = 0;                     // model FLOPs utilisation against the peaks
-  P2pMode p2p = P2pMode::async;       // how the exchanges met compute (SimOptions, runtime)
+  // Some device is a CPU stand-in (its type has a `speed`): its times are this host's
+  // where profiled, so FLOP/s against the GPU type's peak (MFU) mean nothing.
+  bool stand_ins = false;
+  P2pMode p2p = P2pMode::async;  // how the exchanges met compute (SimOptions, runtime)
 
   int pipelines() const { return static_cast<int>(first_rank.size()); }
   // The reports of pipeline p's stages.

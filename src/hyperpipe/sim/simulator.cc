@@ -383,9 +383,11 @@ class Engine {
       if (op.kind == OpKind::tied_embedding) stats.tied_embedding += seconds;
       if (op.kind == OpKind::global_norm) stats.global_norm += seconds;
       // Drawn even when free (one group summing its own tied copies), as the runtime draws
-      // every collective it runs; a bucket of dp 1 is neither run nor drawn.
+      // every collective it runs; a bucket of dp 1 is neither run nor drawn. Drawn from the
+      // rank's arrival, as the runtime measures a collective from its call: the wait for the
+      // others is part of it on both timelines.
       out_.timeline.tracks[other].communication.push_back(
-          {std::string(schedule::timeline_label(op.kind)), -1, -1, 0, start, end});
+          {std::string(schedule::timeline_label(op.kind)), -1, -1, 0, arrived_[other], end});
       compute_free_[other] = end;
       arrived_[other] = kUnknown;
       if (other != r) {
