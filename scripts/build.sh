@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds HyperPipe into build/ (Ninja and ccache when present).
+# Configures and builds HyperPipe into build/ (Ninja and ccache when present): every
+# target, or only those named (scripts/demo.sh builds the two executables it runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,8 @@ if [ -n "${CI:-}" ]; then werror=ON; fi
 if [ ! -f build/CMakeCache.txt ]; then
   cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYPERPIPE_WERROR=$werror
 fi
-cmake --build build --parallel "$(nproc)"
+targets=()
+if [ $# -gt 0 ]; then targets=(--target "$@"); fi
+cmake --build build --parallel "$(nproc)" "${targets[@]}"
 # Tools (clangd, clang-tidy) look for the compilation database at the repository root.
 ln -sf build/compile_commands.json compile_commands.json

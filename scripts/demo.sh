@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh
+# Only the executables the demo runs; scripts/test.sh builds the tests and benchmarks.
+bash scripts/build.sh hyperpipe hyperpipe-worker
 
 model=examples/models/tiny-gpt.yaml
 out=build/demo

@@ -11,32 +11,50 @@ set -euo pipefail
 # iproute2 (ip, tc) builds the network lab (scripts/netlab.sh), whose runs also start
 # through Open MPI's mpirun (openmpi-bin). pybind11 and Python's headers build the Python
 # module (`import hyperpipe`).
-PACKAGES=(
-  build-essential cmake ninja-build ccache clang-format git python3
-  clang libclang-rt-14-dev clang-tidy
-  nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  libtorch-dev libopenblas0-openmp libgloo-dev
-  iproute2 openmpi-bin
-  pybind11-dev python3-dev
+# One group per line: what it is for, then its packages.
+PACKAGE_GROUPS=(
+  "build tools:build-essential cmake ninja-build ccache clang-format git python3"
+  "fuzzing and sanitizers:clang libclang-rt-14-dev clang-tidy"
+  "libraries:nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev"
+  "tests and benchmarks:libgtest-dev libgmock-dev libbenchmark-dev"
+  "training runtime:libtorch-dev libopenblas0-openmp libgloo-dev"
+  "network lab:iproute2 openmpi-bin"
+  "Python module:pybind11-dev python3-dev"
 )
 
 missing=()
-for pkg in "${PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$'; then
-    missing+=("$pkg")
+total=0
+for group in "${PACKAGE_GROUPS[@]}"; do
+  name=${group%%:*}
+  group_missing=()
+  for pkg in ${group#*:}; do
+    total=$((total + 1))
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$'; then
+      group_missing+=("$pkg")
+    fi
+  done
+  if [ ${#group_missing[@]} -gt 0 ]; then
+    echo "install-deps: $name: ${group_missing[*]}"
+    missing+=("${group_missing[@]}")
   fi
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  echo "install-deps: all $total packages present"
   exit 0
 fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-echo "install-deps: installing ${missing[*]}"
+# apt's and dpkg's hundreds of lines go to a log, shown only when something fails.
+log=$(mktemp /tmp/hyperpipe-install-XXXXXX.log)
+echo "install-deps: installing ${#missing[@]} packages from Debian's archive (log: $log)"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if ! { $SUDO apt-get update -qq && \
+       $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  tail -30 "$log" >&2
+  echo "install-deps: apt-get failed; the whole log is $log" >&2
+  exit 1
+fi
+echo "install-deps: done"

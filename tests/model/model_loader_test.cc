@@ -36,6 +36,10 @@ TEST(HuggingFaceConfig, Llama) {
   EXPECT_EQ(llama3.total_params(), 8'030'261'248);
   EXPECT_EQ(llama3.config().kv_heads, 8);
   EXPECT_EQ(llama3.config().dtype, DType::bf16);
+  // Named as the hub names it, or (no _name_or_path) by architecture and shape, never by
+  // the folder the file sits in.
+  EXPECT_EQ(llama2.config().name, "meta-llama/Llama-2-7b-hf");
+  EXPECT_EQ(llama3.config().name, "llama-32x4096");
 }
 
 TEST(HuggingFaceConfig, UnsupportedTypeNamesTheField) {

@@ -50,6 +50,16 @@ TEST(Rendezvous, TorchrunMpirunAndSrun) {
   EXPECT_EQ(slurm.launcher, "srun");
   EXPECT_EQ(slurm.rank, 5);
   EXPECT_EQ(slurm.local_rank, 1);
+  const auto hydra = rendezvous_from(
+      from({{"PMI_RANK", "3"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "1"}, {"MASTER_ADDR", "h"}}));
+  EXPECT_EQ(hydra.launcher, "mpiexec");
+  EXPECT_EQ(hydra.rank, 3);
+  EXPECT_EQ(hydra.world_size, 4);
+  EXPECT_EQ(hydra.local_rank, 1);
+  // Slurm's PMI sets PMI_RANK beside its own: Slurm's names come first.
+  const auto slurm_pmi = rendezvous_from(
+      from({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"PMI_RANK", "2"}, {"PMI_SIZE", "4"}}));
+  EXPECT_EQ(slurm_pmi.launcher, "srun");
 }
 
 TEST(Rendezvous, MalformedVariablesAreNamed) {

@@ -136,11 +136,13 @@ TransformerConfig read_hf_config(const YamlField& root) {
                         : kind == 1 ? read_hf_opt(root)
                                     : read_hf_llama(root);
   if (auto dtype = root.optional("torch_dtype")) c.dtype = read_dtype(*dtype);
-  if (auto name = root.optional("_name_or_path")) {
+  // Named after the model, never after its folder (the Hugging Face hub's cache keeps a
+  // config.json in a folder named by a commit hash): its hub name where the file has it,
+  // else its architecture and shape ("llama-32x4096": blocks × hidden).
+  if (auto name = root.optional("_name_or_path"); name && !name->as_string().empty()) {
     c.name = name->as_string();
   } else {
-    c.name = name_from_path(std::filesystem::path(root.source()).parent_path().filename(), root);
-    if (c.name.empty()) c.name = type.as_string();
+    c.name = fmt::format("{}-{}x{}", type.as_string(), c.layers, c.hidden);
   }
   return finish(c, root);
 }

@@ -40,6 +40,9 @@ constexpr Names kLaunchers[] = {
     {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
     {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
     {"srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+    // MPICH's and Intel MPI's Hydra process manager (mpiexec): the PMI rank and size, and
+    // the rank on its node (Intel MPI's documented MPI_LOCALRANKID, which Hydra sets).
+    {"mpiexec", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
 };
 
 }  // namespace

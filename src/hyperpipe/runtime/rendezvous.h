@@ -26,7 +26,7 @@ struct Rendezvous {
   int local_rank = 0;  // among the processes of this machine (picks the CUDA device)
   std::string address = "127.0.0.1";
   int port = kDefaultRendezvousPort;
-  std::string launcher;  // "torchrun", "mpirun", "srun" or "none"
+  std::string launcher;  // "torchrun", "mpirun", "srun", "mpiexec" or "none"
   std::string token;     // kJobTokenVariable's value; empty when not set
 };
 
@@ -37,7 +37,8 @@ std::optional<std::string> process_environment(const std::string& name);
 
 // RANK / WORLD_SIZE / LOCAL_RANK (torchrun, `hyperpipe launch`), else
 // OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK (Open MPI's mpirun), else SLURM_PROCID /
-// SLURM_NTASKS / SLURM_LOCALID (srun); MASTER_ADDR and MASTER_PORT for the address in
+// SLURM_NTASKS / SLURM_LOCALID (srun), else PMI_RANK / PMI_SIZE / MPI_LOCALRANKID
+// (MPICH's and Intel MPI's mpiexec); MASTER_ADDR and MASTER_PORT for the address in
 // every case; HYPERPIPE_JOB_TOKEN for the token (at least 16 characters when set). None of them: a
 // single process, rank 0 of 1. Throws InputError naming the variable when one is malformed or the
 // rank is not below the world size.
