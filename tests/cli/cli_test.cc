@@ -247,6 +247,17 @@ TEST(Cli, CompareLinesUpPredictedAndMeasuredGroupByGroup) {
   const Result table = run("compare --predicted " + predicted + " --measured " + measured);
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("of them tied embedding, predicted"), std::string::npos) << table.out;
+  // A run of another plan (a device the prediction has no group for) is refused.
+  const std::string other = write_temp_file("other-measured.json", R"({
+    "format": "hyperpipe.timeline/1", "title": "m", "tracks": [
+      {"name": "rank 0", "devices": [7], "memory": [], "communication": [],
+       "compute": [["F", 0, 0, 0, 0.0, 1.5]]}]})");
+  const Result refused = run("compare --predicted " + predicted + " --measured " + other);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("tracks: expected a run of the plan " + predicted +
+                             " predicts; its track 'rank 0' runs on devices"),
+            std::string::npos)
+      << refused.err;
   EXPECT_DOUBLE_EQ(report["groups"][1]["predicted_compute_s"].get<double>(), 2.0);
   const std::string chart = slurp(svg);
   EXPECT_NE(chart.find("predicted · stage 1"), std::string::npos);

@@ -45,6 +45,37 @@ TEST(TimelineComparison, MemoryPerGroupFromTheSamples) {
   EXPECT_NE(out.str().find("-9.1%"), std::string::npos) << out.str();
 }
 
+// Timelines of different plans are told apart: devices the prediction has no group for,
+// a group no process ran, or a group whose ops differ.
+TEST(TimelineComparison, TellsTimelinesOfAnotherPlan) {
+  const auto track = [](std::string name, std::vector<int> devices, std::vector<std::string> ops) {
+    trace::Track t{std::move(name), std::move(devices), {}, {}, {}, {}};
+    t.ops = std::move(ops);
+    return t;
+  };
+  trace::Timeline predicted;
+  predicted.tracks = {track("stage 0", {0, 1}, {"F0", "B0", "OPT"}),
+                      track("stage 1", {2}, {"F0", "B0", "OPT"})};
+  trace::Timeline measured;
+  measured.tracks = {track("rank 0", {0}, {"F0", "B0", "OPT"}),
+                     track("rank 1", {1}, {"F0", "B0", "OPT"}),
+                     track("rank 2", {2}, {"F0", "B0", "OPT"})};
+  EXPECT_EQ(plan_mismatch(predicted, measured), std::nullopt);
+  auto elsewhere = measured;
+  elsewhere.tracks[2].devices = {5};
+  EXPECT_EQ(plan_mismatch(predicted, elsewhere),
+            "its track 'rank 2' runs on devices the predicted timeline has none of");
+  auto fewer = measured;
+  fewer.tracks.pop_back();
+  EXPECT_EQ(plan_mismatch(predicted, fewer),
+            "no track of it ran on the devices of the predicted 'stage 1'");
+  auto reordered = measured;
+  reordered.tracks[1].ops = {"B0", "F0", "OPT"};
+  EXPECT_EQ(plan_mismatch(predicted, reordered),
+            "its track 'rank 1' ran 3 ops where the predicted 'stage 0' has 3 in another order: "
+            "another plan or schedule");
+}
+
 // Without memory samples (an older timeline file) there is no memory part.
 TEST(TimelineComparison, NoMemoryWithoutSamples) {
   trace::Timeline predicted;

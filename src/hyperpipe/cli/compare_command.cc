@@ -62,6 +62,11 @@ double replayed_iteration(const CompareArgs& args, const trace::Timeline& measur
 void run_compare(const CompareArgs& args, std::ostream& out) {
   const auto predicted = load_timeline(args.predicted);
   const auto measured = load_timeline(args.measured);
+  if (const auto why = plan_mismatch(predicted, measured)) {
+    throw InputError(
+        args.measured, "tracks",
+        fmt::format("expected a run of the plan {} predicts; {}", args.predicted, *why));
+  }
   json report = compare_timelines(predicted, measured);
   if (args.plan) {
     const double replayed = replayed_iteration(args, measured);

@@ -101,6 +101,34 @@ int matching_track(const trace::Timeline& predicted, const trace::Track& measure
 
 }  // namespace
 
+std::optional<std::string> plan_mismatch(const trace::Timeline& predicted,
+                                         const trace::Timeline& measured) {
+  std::vector<bool> matched(predicted.tracks.size(), false);
+  for (const auto& track : measured.tracks) {
+    const int t = matching_track(predicted, track);
+    if (t < 0) {
+      return fmt::format("its track '{}' runs on devices the predicted timeline has none of",
+                         track.name);
+    }
+    matched[t] = true;
+    const auto& expected = predicted.tracks[t].ops;
+    if (!track.ops.empty() && !expected.empty() && track.ops != expected) {
+      return fmt::format(
+          "its track '{}' ran {} ops where the predicted '{}' has {}{}: another plan or "
+          "schedule",
+          track.name, track.ops.size(), predicted.tracks[t].name, expected.size(),
+          track.ops.size() == expected.size() ? " in another order" : "");
+    }
+  }
+  for (size_t t = 0; t < predicted.tracks.size(); ++t) {
+    if (!matched[t]) {
+      return fmt::format("no track of it ran on the devices of the predicted '{}'",
+                         predicted.tracks[t].name);
+    }
+  }
+  return std::nullopt;
+}
+
 json compare_timelines(const trace::Timeline& predicted, const trace::Timeline& measured) {
   json groups = json::array();
   std::vector<bool> seen(predicted.tracks.size(), false);

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
+#include <string>
 
 #include "hyperpipe/trace/timeline.h"
 
@@ -13,6 +15,12 @@ namespace hyperpipe::cli {
 
 // A "hyperpipe.comparison/1" document (docs/formats.md).
 nlohmann::json compare_timelines(const trace::Timeline& predicted, const trace::Timeline& measured);
+
+// Why `measured` is not a run of the plan `predicted` is of: a track on devices the
+// prediction has no group for (or a group no track ran), or a group whose ops differ;
+// nullopt when they match.
+std::optional<std::string> plan_mismatch(const trace::Timeline& predicted,
+                                         const trace::Timeline& measured);
 
 // The document as a table, one row per device group, and the iteration line.
 // Without `times`, the memory alone (a prediction of other devices' speed, as CPU
