@@ -8,6 +8,7 @@
 #include <set>
 
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/progress_line.h"
 #include "hyperpipe/cli/table.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
@@ -177,18 +178,16 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
   out << fmt::format("profiling {} on {} ({} thread{})\n", model.config().name, host, args.threads,
                      args.threads == 1 ? "" : "s")
       << std::flush;
+  ProgressLine progress(out, is_terminal(out));
   settings.progress = [&](int done, int total, const std::string& what) {
-    constexpr int kBarWidth = 24;
-    const int filled = total > 0 ? done * kBarWidth / total : kBarWidth;
-    out << fmt::format("  [{}{}] {:>2}/{} {}\n", std::string(filled, '#'),
-                       std::string(kBarWidth - filled, '.'), done, total, what)
-        << std::flush;
+    progress.update(done, total, what);
   };
   // Each stand-in is measured as it runs (after the sleeps that stretch its ops); the
   // host, or a type named by --as, as it is.
   std::vector<runtime::ProfiledDevice> devices;
   for (const auto& [type, factor] : types) devices.push_back({type, 1.0 / factor});
   const auto measured = runtime::profile_layers(model, settings, devices);
+  progress.finish();
   for (const auto& device : devices) {
     out << fmt::format("{} (speed {:.2f})\n", device.name, device.speed);
     Table table(

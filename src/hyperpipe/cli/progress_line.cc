@@ -1,0 +1,49 @@
+#include "hyperpipe/cli/progress_line.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "hyperpipe/cli/train_report.h"
+
+namespace hyperpipe::cli {
+namespace {
+
+constexpr int kBarWidth = 24;
+
+}  // namespace
+
+bool is_terminal(const std::ostream& out) {
+  return &out == &std::cout && isatty(fileno(stdout));
+}
+
+ProgressLine::ProgressLine(std::ostream& out, bool terminal) : out_(out), terminal_(terminal) {}
+
+void ProgressLine::update(int done, int total, const std::string& what) {
+  const int filled = total > 0 ? done * kBarWidth / total : kBarWidth;
+  std::string line = fmt::format("  [{}{}] {:>2}/{} {}", std::string(filled, '#'),
+                                 std::string(kBarWidth - filled, '.'), done, total, what);
+  if (done > 0 && done < total) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    line += fmt::format(", {} left", format_eta(elapsed / done * (total - done)));
+  }
+  if (!terminal_) {
+    out_ << line << '\n' << std::flush;
+    return;
+  }
+  // Over the previous line: pad with blanks where it was longer.
+  const size_t width = line.size();
+  if (width < last_width_) line += std::string(last_width_ - width, ' ');
+  last_width_ = width;
+  out_ << '\r' << line << std::flush;
+}
+
+void ProgressLine::finish() {
+  if (terminal_ && last_width_ > 0) out_ << '\n' << std::flush;
+  last_width_ = 0;
+}
+
+}  // namespace hyperpipe::cli
