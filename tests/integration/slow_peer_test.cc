@@ -45,8 +45,16 @@ TEST(SlowPeer, AFrozenPeerIsNamedByTheOthers) {
     workers.push_back(start_worker(dir + "/plan.json", rank, 3, port, options,
                                    fmt::format("{}/rank{}.log", dir, rank)));
   }
-  std::this_thread::sleep_for(std::chrono::seconds(4));  // joined and training
-  kill(workers[1], SIGSTOP);                             // alive, but its heart stops
+  // Joined and training: its first checkpoint written (a fixed wait is too short for
+  // three libtorch processes to start on a loaded two-core host).
+  if (!wait_for_checkpoint(dir + "/checkpoints", 60)) {
+    for (const pid_t worker : workers) {
+      kill(worker, SIGKILL);
+      waitpid(worker, nullptr, 0);
+    }
+    FAIL() << "no checkpoint within a minute: " << slurp(dir + "/rank0.log");
+  }
+  kill(workers[1], SIGSTOP);  // alive, but its heart stops
   for (const int rank : {0, 2}) {
     const int code = wait_for(workers[rank], 30);
     if (code < 0) kill(workers[rank], SIGKILL);
