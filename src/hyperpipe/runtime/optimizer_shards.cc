@@ -153,9 +153,12 @@ std::vector<TrainedState> OptimizerShards::whole_state(int c, const torch::optim
   }
   std::vector<TrainedState> states;
   for (const auto& e : entries) {
+    // Each its own tensor, not a view into the gathered chunk (with its padding): a
+    // checkpoint holds exactly what an unsharded run's does, byte for byte.
     const auto whole = [&](const torch::Tensor& flat) {
-      return flat.defined() ? flat.narrow(0, e.start, e.parameter.numel()).view(e.parameter.sizes())
-                            : flat;
+      return flat.defined()
+                 ? flat.narrow(0, e.start, e.parameter.numel()).view(e.parameter.sizes()).clone()
+                 : flat;
     };
     states.push_back({whole(values), whole(exp_avg), whole(exp_avg_sq), steps_});
   }
