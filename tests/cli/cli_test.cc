@@ -402,6 +402,20 @@ TEST(Cli, ExportWritesEachFrameworksFilesOrNothing) {
             std::string::npos);
   EXPECT_EQ(slurp(folder + "/rankfile").rfind("rank 0=", 0), 0u);
   EXPECT_NE(r.out.find("exported for Megatron-LM"), std::string::npos) << r.out;
+  // For scripts: what was written where, each file's size as it is on disk.
+  const Result json =
+      run("export --plan " + plan + " --to megatron --out " + folder + " --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto summary = nlohmann::json::parse(json.out);
+  EXPECT_EQ(summary["format"], "hyperpipe.export/1");
+  EXPECT_EQ(summary["framework"], "Megatron-LM");
+  EXPECT_EQ(summary["costed_for"], "hyperpipe");
+  ASSERT_FALSE(summary["files"].empty());
+  for (const auto& file : summary["files"]) {
+    EXPECT_EQ(file["bytes"].get<uint64_t>(),
+              std::filesystem::file_size(file["path"].get<std::string>()))
+        << file;
+  }
   // A plan DeepSpeed cannot express: exit 2, the reason, and no folder.
   const std::string refused_folder = hyperpipe::testing::temp_path("exported-refused");
   std::filesystem::remove_all(refused_folder);

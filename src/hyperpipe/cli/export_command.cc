@@ -4,8 +4,10 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/exporter/export.h"
@@ -18,7 +20,11 @@ struct ExportArgs {
   std::string plan;
   std::string target;
   std::string out;
+  OutputFormat format = OutputFormat::table;
 };
+
+// The "hyperpipe.export/1" summary: what was written where, for which framework.
+constexpr const char* kExportFormat = "hyperpipe.export/1";
 
 void run_export(const ExportArgs& args, std::ostream& out) {
   const auto [plan, model, cluster] = plan::load_checked_plan(args.plan, std::nullopt);
@@ -33,6 +39,23 @@ void run_export(const ExportArgs& args, std::ostream& out) {
   }
   for (const auto& file : files) write_file_atomically((folder / file.name).string(), file.text);
   const auto& traits = plan::traits(target);
+  if (args.format == OutputFormat::json) {
+    nlohmann::json written = nlohmann::json::array();
+    for (const auto& file : files) {
+      written.push_back({{"path", (folder / file.name).string()},
+                         {"bytes", static_cast<uint64_t>(file.text.size())}});
+    }
+    out << nlohmann::json{{"format", kExportFormat},
+                          {"plan", args.plan},
+                          {"to", args.target},
+                          {"framework", traits.display_name},
+                          {"version", traits.version},
+                          {"costed_for", plan::to_string(plan.runtime)},
+                          {"files", written}}
+               .dump(2)
+        << '\n';
+    return;
+  }
   out << fmt::format("{} exported for {} ({}) into {}:\n", args.plan, traits.display_name,
                      traits.version, args.out);
   for (const auto& file : files) out << "  " << (folder / file.name).string() << '\n';
@@ -58,6 +81,7 @@ void add_export_command(CLI::App& app, std::ostream& out) {
       ->required()
       ->check(CLI::IsMember({"megatron", "deepspeed", "torchtitan"}));
   command->add_option("--out,-o", args->out, "Folder to write the files into")->required();
+  add_format_option(*command, args->format);
   command->footer(
       "Examples:\n"
       "  hyperpipe plan --global-batch 64 --runtime megatron --out plan.json\n"
