@@ -108,7 +108,9 @@ TEST(TrainReport, ThePredictionMeetsTheMedianStepAfterTheFirst) {
       std::string(HYPERPIPE_EXAMPLES) + "/plans/tiny-gpt-3stage.json", "a100x8");
   const std::string metrics = hyperpipe::testing::temp_path("prediction-metrics.jsonl");
   std::ostringstream out;
-  report_prediction(four_steps(), plan, model, cluster, nullptr, report_options(metrics), out);
+  auto options = report_options(metrics);
+  options.on_gpus = true;
+  report_prediction(four_steps(), plan, model, cluster, nullptr, options, out);
   EXPECT_NE(out.str().find("measured 2000.0 ms (median of 3 steps): error"), std::string::npos)
       << out.str();
   const auto prediction = nlohmann::json::parse(slurp(metrics + ".prediction.json"));
@@ -137,6 +139,21 @@ TEST(TrainReport, StandInsWithoutProfilesShowNoError) {
       << out.str();
   EXPECT_NE(out.str().find("pass --profiles profiles.json"), std::string::npos) << out.str();
   const auto prediction = nlohmann::json::parse(slurp(metrics + ".prediction.json"));
+  EXPECT_FALSE(prediction["comparable"]);
+  EXPECT_FALSE(prediction.contains("relative_error"));
+  std::filesystem::remove(metrics + ".prediction.json");
+}
+
+// GPU types run on this host's CPU (a plan for a100x8 trained with --device cpu): the
+// prediction is of A100s, so no error either.
+TEST(TrainReport, GpuTypesRunOnTheCpuShowNoErrorEither) {
+  const auto [plan, model, cluster] = plan::load_checked_plan(
+      std::string(HYPERPIPE_EXAMPLES) + "/plans/tiny-gpt-3stage.json", "a100x8");
+  const std::string metrics = hyperpipe::testing::temp_path("cpu-metrics.jsonl");
+  std::ostringstream out;
+  const auto prediction =
+      report_prediction(four_steps(), plan, model, cluster, nullptr, report_options(metrics), out);
+  EXPECT_NE(out.str().find("ran on this host's CPUs"), std::string::npos) << out.str();
   EXPECT_FALSE(prediction["comparable"]);
   EXPECT_FALSE(prediction.contains("relative_error"));
   std::filesystem::remove(metrics + ".prediction.json");

@@ -14,6 +14,12 @@
 #include "hyperpipe/model/model.h"
 
 namespace hyperpipe::cli {
+namespace {
+
+constexpr const char* kModelsFormat = "hyperpipe.models/1";
+constexpr const char* kDevicesFormat = "hyperpipe.devices/1";
+
+}  // namespace
 
 void print_models(std::ostream& out, OutputFormat format) {
   nlohmann::json models = nlohmann::json::array();
@@ -44,7 +50,7 @@ void print_models(std::ostream& out, OutputFormat format) {
                    std::string(to_string(c.dtype)), entry.aliases});
   }
   if (format == OutputFormat::json) {
-    out << nlohmann::json{{"models", models}}.dump(2) << '\n';
+    out << nlohmann::json{{"format", kModelsFormat}, {"models", models}}.dump(2) << '\n';
     return;
   }
   table.print(out);
@@ -59,7 +65,7 @@ void print_devices(std::ostream& out, OutputFormat format,
   Table table({"Type", ">Memory", ">Mem BW", ">FP32", ">TF32", ">FP16", ">BF16", "Source"});
   for (const auto& type : types) {
     nlohmann::json entry{{"name", type.name},
-                         {"memory_bytes", type.memory_bytes},
+                         {"memory_bytes", static_cast<int64_t>(type.memory_bytes)},
                          {"memory_bandwidth_bytes_per_s", type.memory_bandwidth},
                          {"peak_flops",
                           {{"fp32", type.peak.fp32},
@@ -77,7 +83,7 @@ void print_devices(std::ostream& out, OutputFormat format,
                    format_flop_rate(type.peak.bf16), type.source});
   }
   if (format == OutputFormat::json) {
-    out << nlohmann::json{{"gpu_types", devices}}.dump(2) << '\n';
+    out << nlohmann::json{{"format", kDevicesFormat}, {"gpu_types", devices}}.dump(2) << '\n';
     return;
   }
   table.print(out);

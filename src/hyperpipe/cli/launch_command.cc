@@ -86,7 +86,8 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->allow_extras();
   command->fallthrough(false);  // what launch does not know is train's
   command->footer(
-      "Every other option goes to `hyperpipe train` (see `hyperpipe train --help`).\n"
+      "Every other option goes to `hyperpipe train` (see `hyperpipe train --help`); with "
+      "--format json, stdout is rank 0's JSON document and everything else goes to stderr.\n"
       "Across machines run `hyperpipe train` under torchrun --no-python, mpirun or srun.\n"
       "Example:\n"
       "  hyperpipe launch --plan examples/plans/tiny-gpt-3stage.json "
@@ -106,7 +107,11 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                                    spec.port, launch::free_port()));
     }
     spec.grace = std::chrono::milliseconds(static_cast<int64_t>(args->grace_seconds * 1000));
-    out << fmt::format("launching {} processes for {}\n", spec.processes, args->plan) << std::flush;
+    // Under --format json stdout holds rank 0's document alone; the rest goes to stderr.
+    const bool json = option_value(command->remaining(), "--format") == "json";
+    if (json) spec.raw_stdout_rank = 0;
+    (json ? err : out) << fmt::format("launching {} processes for {}\n", spec.processes, args->plan)
+                       << std::flush;
     const auto result = launch::launch_processes(spec, out, err);
     if (result.signal && result.failed_rank < 0) {
       throw CommandFailed(fmt::format("stopped by {}: every worker stopped after its step",

@@ -16,6 +16,8 @@
 namespace hyperpipe::cli {
 namespace {
 
+constexpr const char* kScheduleFormat = "hyperpipe.schedule/1";
+
 struct ScheduleArgs {
   std::string kind = "1f1b";
   int stages = 4;
@@ -58,7 +60,8 @@ void run_schedule(const ScheduleArgs& args, std::ostream& out) {
       if (!s.warmup.empty()) rank["warmup"] = s.warmup[r];
       ranks.push_back(rank);
     }
-    out << nlohmann::json{{"kind", schedule::to_string(s.kind)},
+    out << nlohmann::json{{"format", kScheduleFormat},
+                          {"kind", schedule::to_string(s.kind)},
                           {"stages", s.stages()},
                           {"ranks", s.ranks},
                           {"micro_batches", s.micro_batches},

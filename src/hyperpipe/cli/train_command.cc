@@ -6,6 +6,7 @@
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/train_report.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/launch/parent_watch.h"
@@ -14,12 +15,13 @@
 
 namespace hyperpipe::cli {
 
-void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) {
+void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto options = std::make_shared<runtime::TrainOptions>();
   auto report = std::make_shared<TrainReportOptions>();
   auto profiles_path = std::make_shared<std::optional<std::string>>();
   auto timeout_seconds = std::make_shared<double>(60.0);
   auto seed = std::make_shared<int64_t>(0);
+  auto format = std::make_shared<OutputFormat>(OutputFormat::table);
   CLI::App* command = app.add_subcommand(
       "train", "Train with a plan: this process's device of it (see `hyperpipe launch`)");
   command->add_option("--plan", options->plan_path, "Plan file")->required();
@@ -91,13 +93,17 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
                     "same model, seed and data)");
   command->add_flag("--overwrite", options->overwrite,
                     "Replace the checkpoints an earlier run left in --checkpoint-dir");
+  add_format_option(*command, *format);
   command->footer(
+      "With --format json the step lines go to stderr and rank 0 prints one JSON document "
+      "(hyperpipe.training/1) at the end.\n"
       "Examples:\n"
       "  hyperpipe launch --plan examples/plans/tiny-gpt-3stage.json "
       "--data examples/data/corpus.txt --steps 20\n"
       "  torchrun --nproc-per-node 3 --no-python hyperpipe train --plan plan.json --data "
       "corpus.txt");
-  command->callback([options, report, profiles_path, timeout_seconds, seed, check_only, &out] {
+  command->callback([options, report, profiles_path, timeout_seconds, seed, check_only, format,
+                     &out, &err] {
     options->seed = static_cast<uint64_t>(*seed);
     options->data_seed = static_cast<uint64_t>(*seed);
     options->timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout_seconds * 1000.0));
@@ -123,7 +129,9 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
         plan.global_batch() * (plan.seq_len > 0 ? plan.seq_len : model.config().seq_len);
     report->checkpoint_dir = options->checkpoint_dir;
     report->resume = options->resume;
-    TrainProgress progress(*report, out);
+    report->json = *format == OutputFormat::json;
+    report->on_gpus = options->device == "cuda";
+    TrainProgress progress(*report, report->json ? err : out);
     try {
       const auto record = runtime::train(*options, progress);
       if (record.stopped_by) {
@@ -138,8 +146,11 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) 
       auto config = model.config();
       config.dtype = runtime::costed_dtype(dtype);
       const model::Model as_run(config);
-      report_prediction(record, plan, as_run, cluster, profiles ? &*profiles : nullptr, *report,
-                        out);
+      auto prediction = report_prediction(record, plan, as_run, cluster,
+                                          profiles ? &*profiles : nullptr, *report, out);
+      if (report->json) {
+        out << training_summary(record, *report, std::move(prediction)).dump(2) << '\n';
+      }
     } catch (const runtime::CommunicationError& error) {
       throw CommandFailed(error.what(), kExitInternalError);
     }

@@ -115,11 +115,11 @@ void write_timelines(const trace::Timeline& measured, const trace::Timeline& pre
 
 }  // namespace
 
-void report_prediction(const runtime::TrainRecord& record, const plan::Plan& plan,
-                       const model::Model& model, const cluster::Cluster& cluster,
-                       const cost::ProfileDb* profiles, const TrainReportOptions& options,
-                       std::ostream& out) {
-  if (!record.reporter || record.steps.empty()) return;
+nlohmann::json report_prediction(const runtime::TrainRecord& record, const plan::Plan& plan,
+                                 const model::Model& model, const cluster::Cluster& cluster,
+                                 const cost::ProfileDb* profiles, const TrainReportOptions& options,
+                                 std::ostream& out) {
+  if (!record.reporter || record.steps.empty()) return nullptr;
   const cost::CostModel costs(model, cluster, {}, profiles);
   const sim::PlanSimulation simulation = sim::simulate_plan(costs, plan);
   // The median of the steps after the first, which warms caches and allocators.
@@ -133,11 +133,13 @@ void report_prediction(const runtime::TrainRecord& record, const plan::Plan& pla
   nlohmann::json prediction{{"predicted_iteration_s", predicted},
                             {"measured_iteration_s", measured},
                             {"source", profiles ? "profiles" : "estimates"}};
-  // CPU stand-ins costed from their GPU types' datasheets: the prediction is of the GPUs,
-  // the measurement of this host, and their ratio means nothing.
-  const bool comparable = profiles || !simulation.stand_ins;
+  // Without profiles the prediction is of the GPU types' datasheets: against a run on
+  // this host's CPUs (stand-ins, or GPU types trained on the CPU) their ratio means nothing.
+  const bool comparable = profiles || (options.on_gpus && !simulation.stand_ins);
   prediction["comparable"] = comparable;
-  if (comparable) {
+  if (options.json) {
+    if (comparable) prediction["relative_error"] = error;
+  } else if (comparable) {
     out << fmt::format(
         "\npredicted {:.1f} ms per iteration ({}), measured {:.1f} ms (median of {} steps): "
         "error {:+.1f}%\n",
@@ -148,10 +150,12 @@ void report_prediction(const runtime::TrainRecord& record, const plan::Plan& pla
     out << fmt::format(
         "\nmeasured {:.1f} ms per iteration (median of {} steps). No error against the "
         "prediction ({:.1f} ms): without --profiles the simulator costs the GPU types' "
-        "datasheets, while {} runs CPU stand-ins of this host. Profile the host for this "
+        "datasheets, while this run's processes ran on {}. Profile the host for this "
         "model and cluster (hyperpipe profile --model M --cluster C --out profiles.json) and "
         "pass --profiles profiles.json for a prediction to check.\n",
-        measured * 1e3, seconds.size(), predicted * 1e3, cluster.name());
+        measured * 1e3, seconds.size(), predicted * 1e3,
+        simulation.stand_ins ? fmt::format("{}'s CPU stand-ins", cluster.name())
+                             : "this host's CPUs");
   }
   std::optional<nlohmann::json> comparison;
   if (record.measured_timeline) {
@@ -166,10 +170,12 @@ void report_prediction(const runtime::TrainRecord& record, const plan::Plan& pla
     replay.measured = &compute;
     const double replayed = sim::simulate_plan(costs, plan, replay).output.iteration_time;
     const double replay_error = replayed / measured - 1;
-    out << fmt::format(
-        "replayed with step {}'s measured compute: {:.1f} ms, error {:+.1f}% (the schedule "
-        "and communication model alone)\n",
-        record.traced_step + 1, replayed * 1e3, 100 * replay_error);
+    if (!options.json) {
+      out << fmt::format(
+          "replayed with step {}'s measured compute: {:.1f} ms, error {:+.1f}% (the schedule "
+          "and communication model alone)\n",
+          record.traced_step + 1, replayed * 1e3, 100 * replay_error);
+    }
     prediction["replayed_iteration_s"] = replayed;
     prediction["replayed_error"] = replay_error;
     prediction["replayed_step"] = record.traced_step;
@@ -178,12 +184,52 @@ void report_prediction(const runtime::TrainRecord& record, const plan::Plan& pla
   if (options.metrics_path) {
     write_file_atomically(*options.metrics_path + ".prediction.json", prediction.dump(2));
   }
-  if (comparison) {
+  if (comparison && !options.json) {
     out << fmt::format("\npredicted against measured in step {}, device group by device group{}:\n",
                        record.traced_step + 1,
                        comparable ? "" : " (memory: times of other devices)");
     print_comparison(*comparison, out, comparable);
   }
+  if (comparison) prediction["comparison"] = std::move(*comparison);
+  return prediction;
+}
+
+nlohmann::json training_summary(const runtime::TrainRecord& record,
+                                const TrainReportOptions& options, nlohmann::json prediction) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& step : record.steps) {
+    nlohmann::json entry{{"step", step.step},
+                         {"loss", step.loss},
+                         {"grad_norm", step.grad_norm},
+                         {"seconds", step.seconds}};
+    if (step.loss_scale > 0) {
+      entry["loss_scale"] = step.loss_scale;
+      entry["skipped"] = step.skipped;
+    }
+    steps.push_back(std::move(entry));
+  }
+  nlohmann::json files = nlohmann::json::object();
+  if (options.metrics_path) {
+    files["metrics"] = *options.metrics_path;
+    files["prediction"] = *options.metrics_path + ".prediction.json";
+  }
+  if (record.measured_timeline) {
+    for (const auto& [name, path] :
+         {std::pair{"trace", options.trace_path}, std::pair{"svg", options.svg_path},
+          std::pair{"timeline", options.timeline_path}}) {
+      if (path) files[name] = {{"measured", *path}, {"predicted", predicted_path(*path)}};
+    }
+  }
+  if (options.checkpoint_dir) files["checkpoints"] = *options.checkpoint_dir;
+  nlohmann::json summary{{"format", kTrainingFormat},
+                         {"tokens_per_step", options.tokens_per_step},
+                         {"first_step", record.first_step},
+                         {"steps_done", record.steps_done},
+                         {"steps", steps},
+                         {"files", files}};
+  if (record.measured_timeline) summary["traced_step"] = record.traced_step;
+  if (!prediction.is_null()) summary["prediction"] = std::move(prediction);
+  return summary;
 }
 
 }  // namespace hyperpipe::cli

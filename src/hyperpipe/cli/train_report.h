@@ -31,7 +31,14 @@ struct TrainReportOptions {
   std::optional<std::string> timeline_path;
   std::optional<std::string> checkpoint_dir;  // named in the messages
   bool resume = false;
+  // Whether the processes ran on the plan's GPUs (--device cuda): without profiles, only
+  // then is the prediction (of the GPU types' datasheets) one of the run.
+  bool on_gpus = false;
+  // --format json: the report prints nothing; the caller prints training_summary().
+  bool json = false;
 };
+
+inline constexpr const char* kTrainingFormat = "hyperpipe.training/1";
 
 // Rank 0's observer: the progress lines and the metrics file.
 class TrainProgress : public runtime::TrainObserver {
@@ -63,10 +70,17 @@ std::string format_eta(double seconds);
 // Every run checks the cost model: the simulator's iteration for the plan (with
 // `profiles`, else the cost model's estimates) against the median measured step, and, when
 // the record has the traced step's timeline, the replay with that step's compute, the
-// timelines written and compared device group by group. Writes METRICS.prediction.json.
-void report_prediction(const runtime::TrainRecord& record, const plan::Plan& plan,
-                       const model::Model& model, const cluster::Cluster& cluster,
-                       const cost::ProfileDb* profiles, const TrainReportOptions& options,
-                       std::ostream& out);
+// timelines written and compared device group by group. Writes METRICS.prediction.json
+// and returns its document, with the comparison (hyperpipe.comparison/1) as `comparison`
+// when there is one; null on ranks other than 0 or a run without steps.
+nlohmann::json report_prediction(const runtime::TrainRecord& record, const plan::Plan& plan,
+                                 const model::Model& model, const cluster::Cluster& cluster,
+                                 const cost::ProfileDb* profiles, const TrainReportOptions& options,
+                                 std::ostream& out);
+
+// The run as one "hyperpipe.training/1" document (docs/formats.md): its steps, the files
+// it wrote and `prediction` (report_prediction's).
+nlohmann::json training_summary(const runtime::TrainRecord& record,
+                                const TrainReportOptions& options, nlohmann::json prediction);
 
 }  // namespace hyperpipe::cli

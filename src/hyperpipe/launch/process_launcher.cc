@@ -14,6 +14,8 @@
 #include <cstring>
 #include <random>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "hyperpipe/common/stop_signals.h"
@@ -43,24 +45,38 @@ int exit_code_of(int status) {
   return 1;
 }
 
+// Where one stream of a rank goes: the stream, and what each line gets in front.
+struct Sink {
+  std::ostream& to;
+  std::string prefix;  // "[rank 3] ", or nothing for the rank whose stdout passes as is
+};
+
+Sink sink_of(const LaunchSpec& spec, int rank, bool is_err, std::ostream& out, std::ostream& err) {
+  if (!is_err && spec.raw_stdout_rank >= 0) {
+    if (rank == spec.raw_stdout_rank) return {out, ""};
+    return {err, fmt::format("[rank {}] ", rank)};
+  }
+  return {is_err ? err : out, fmt::format("[rank {}] ", rank)};
+}
+
 // Forwards whole lines from `fd` (partial ones wait in `line`); false at end of file.
-bool forward(int fd, std::string& line, int rank, std::ostream& to) {
+bool forward(int fd, std::string& line, const Sink& sink) {
   char buffer[4096];
   errno = 0;
   const ssize_t got = read(fd, buffer, sizeof buffer);
   if (got < 0) return errno == EINTR || errno == EAGAIN;
   if (got == 0) {
-    if (!line.empty()) to << fmt::format("[rank {}] {}\n", rank, line) << std::flush;
+    if (!line.empty()) sink.to << sink.prefix << line << '\n' << std::flush;
     line.clear();
     return false;
   }
   line.append(buffer, static_cast<size_t>(got));
   size_t newline;
   while ((newline = line.find('\n')) != std::string::npos) {
-    to << fmt::format("[rank {}] {}\n", rank, line.substr(0, newline));
+    sink.to << sink.prefix << std::string_view(line).substr(0, newline) << '\n';
     line.erase(0, newline + 1);
   }
-  to << std::flush;
+  sink.to << std::flush;
   return true;
 }
 
@@ -221,7 +237,8 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
       auto& [rank, is_err] = owners[i];
       Child& child = children[rank];
       int& fd = is_err ? child.err_fd : child.out_fd;
-      if (!forward(fd, is_err ? child.err_line : child.out_line, rank, is_err ? err : out)) {
+      if (!forward(fd, is_err ? child.err_line : child.out_line,
+                   sink_of(spec, rank, is_err, out, err))) {
         close(fd);
         fd = -1;
       }
@@ -286,12 +303,11 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
       int& fd = is_err ? child.err_fd : child.out_fd;
       if (fd < 0) continue;
       // The rank has exited: take what is buffered (non-blocking) and close.
-      while (forward(fd, is_err ? child.err_line : child.out_line, static_cast<int>(rank),
-                     is_err ? err : out) &&
-             errno != EAGAIN) {
+      const Sink sink = sink_of(spec, static_cast<int>(rank), is_err, out, err);
+      while (forward(fd, is_err ? child.err_line : child.out_line, sink) && errno != EAGAIN) {
       }
       auto& line = is_err ? child.err_line : child.out_line;
-      if (!line.empty()) (is_err ? err : out) << fmt::format("[rank {}] {}\n", rank, line);
+      if (!line.empty()) sink.to << sink.prefix << line << '\n';
       close(fd);
       fd = -1;
     }

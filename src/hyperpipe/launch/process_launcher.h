@@ -22,6 +22,9 @@ struct LaunchSpec {
   std::map<std::string, std::string> environment;  // added to every process's
   // After the first failure, how long the others get to exit after SIGTERM before SIGKILL.
   std::chrono::milliseconds grace{5000};
+  // When set, this rank's stdout passes to `out` as it is (a JSON document a script
+  // reads), and every other rank's stdout goes to `err` with the rank in front.
+  int raw_stdout_rank = -1;
 };
 
 struct LaunchResult {
