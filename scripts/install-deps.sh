@@ -10,7 +10,8 @@ set -euo pipefail
 # runtime (libFuzzer, sanitizers) build the fuzz harnesses and the sanitizer tests.
 # iproute2 (ip, tc) builds the network lab (scripts/netlab.sh), whose runs also start
 # through Open MPI's mpirun (openmpi-bin). pybind11 and Python's headers build the Python
-# module (`import hyperpipe`).
+# module (`import hyperpipe`). rsvg-convert (librsvg2-bin) renders the SVG charts to PNG
+# in the tests, which read the pixels with libpng, in the font fontconfig picks.
 # One group per line: what it is for, then its packages.
 PACKAGE_GROUPS=(
   "build tools:build-essential cmake ninja-build ccache clang-format git python3"
@@ -20,6 +21,7 @@ PACKAGE_GROUPS=(
   "training runtime:libtorch-dev libopenblas0-openmp libgloo-dev"
   "network lab:iproute2 openmpi-bin"
   "Python module:pybind11-dev python3-dev"
+  "chart rendering tests:librsvg2-bin libpng-dev fonts-dejavu-core"
 )
 
 missing=()

@@ -260,8 +260,12 @@ TEST(Cli, CompareLinesUpPredictedAndMeasuredGroupByGroup) {
       << refused.err;
   EXPECT_DOUBLE_EQ(report["groups"][1]["predicted_compute_s"].get<double>(), 2.0);
   const std::string chart = slurp(svg);
-  EXPECT_NE(chart.find("predicted · stage 1"), std::string::npos);
-  EXPECT_NE(chart.find("measured · rank 2"), std::string::npos);
+  // Sections, not prefixes: each measured process named after its predicted group.
+  EXPECT_NE(chart.find(">predicted: p</text>"), std::string::npos) << chart;
+  EXPECT_NE(chart.find(">measured: m</text>"), std::string::npos);
+  EXPECT_NE(chart.find("class=\"divider\""), std::string::npos);
+  EXPECT_NE(chart.find(">stage 1 · rank 2</text>"), std::string::npos);
+  EXPECT_NE(chart.find("iteration predicted 4.00 s, measured 5.00 s (-20.0%)"), std::string::npos);
   const Result missing = run("compare --predicted /nonexistent.json --measured " + measured);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("/nonexistent.json"), std::string::npos);

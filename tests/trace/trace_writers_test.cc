@@ -72,7 +72,8 @@ TEST(SvgGantt, BarsLabelsAxisAndEscapedText) {
 TEST(SvgGantt, BarsScaleWithTime) {
   // The 2 ms BW bar is twice as wide as the 1 ms F bar.
   const std::string svg = svg_gantt(two_tracks(), {1000});
-  const std::regex widths("<rect x=\"[0-9.]+\" y=\"[0-9.]+\" width=\"([0-9.]+)\"[^>]*fill-opacity");
+  const std::regex widths(
+      "<rect x=\"[0-9.]+\" y=\"[0-9.]+\" width=\"([0-9.]+)\"[^>]*stroke=\"white\"");
   std::vector<double> found;
   for (auto it = std::sregex_iterator(svg.begin(), svg.end(), widths); it != std::sregex_iterator();
        ++it) {
@@ -80,6 +81,32 @@ TEST(SvgGantt, BarsScaleWithTime) {
   }
   ASSERT_GE(found.size(), 2u);
   EXPECT_NEAR(found[1] / found[0], 2.0, 1e-3);
+}
+
+// 64 micro-batches × 4 chunks of F and BW in a row: the chart widens until every op of
+// the busiest row has kMinPixelsPerOp, instead of squeezing them into 1200 px.
+TEST(SvgGantt, ALongRunWidensTheChart) {
+  Timeline timeline;
+  timeline.title = "long";
+  Track track{"stage 0", {0}, {}, {}, {}, {}};
+  constexpr int kOps = 64 * 4 * 2;
+  for (int i = 0; i < kOps; ++i) {
+    track.compute.push_back({i % 2 ? "BW" : "F", 0, i / 8, (i / 2) % 4, i * 1.0, i + 1.0});
+  }
+  timeline.tracks = {track};
+  const std::string svg = svg_gantt(timeline, {1200});
+  const std::regex widths(
+      "<rect x=\"[0-9.]+\" y=\"[0-9.]+\" width=\"([0-9.]+)\"[^>]*stroke=\"white\"");
+  int bars = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), widths); it != std::sregex_iterator();
+       ++it) {
+    EXPECT_GE(std::stod((*it)[1]), kMinPixelsPerOp - 0.01);
+    ++bars;
+  }
+  EXPECT_EQ(bars, kOps);
+  std::smatch canvas;
+  ASSERT_TRUE(std::regex_search(svg, canvas, std::regex("<svg [^>]*width=\"([0-9]+)\"")));
+  EXPECT_GT(std::stod(canvas[1]), kOps * kMinPixelsPerOp);
 }
 
 }  // namespace

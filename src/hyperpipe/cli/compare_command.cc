@@ -59,6 +59,26 @@ double replayed_iteration(const CompareArgs& args, const trace::Timeline& measur
   return sim::simulate_plan(costs, plan, replay).output.iteration_time;
 }
 
+// Both charts on one time axis, predicted above measured. Each measured process is
+// named after its device group as the prediction names it, and its rank.
+std::string both_charts(const trace::Timeline& predicted, const trace::Timeline& measured) {
+  trace::Timeline renamed = measured;
+  for (auto& track : renamed.tracks) {
+    const int group = matching_track(predicted, track);
+    const std::string rank = track.name.substr(0, track.name.find(':'));
+    track.name = fmt::format("{} · {}", predicted.tracks[group].name, rank);
+  }
+  const double predicted_end = predicted.end_time();
+  const double measured_end = measured.end_time();
+  const std::string subtitle =
+      fmt::format("iteration predicted {}, measured {} ({:+.1f}%)", format_duration(predicted_end),
+                  format_duration(measured_end),
+                  measured_end > 0 ? 100 * (predicted_end / measured_end - 1) : 0.0);
+  return trace::svg_gantt(
+      measured.title, subtitle,
+      {{"predicted: " + predicted.title, &predicted}, {"measured: " + measured.title, &renamed}});
+}
+
 void run_compare(const CompareArgs& args, std::ostream& out) {
   const auto predicted = load_timeline(args.predicted);
   const auto measured = load_timeline(args.measured);
@@ -74,20 +94,7 @@ void run_compare(const CompareArgs& args, std::ostream& out) {
     report["replayed_iteration_s"] = replayed;
     report["replayed_error"] = end > 0 ? replayed / end - 1 : 0.0;
   }
-  if (args.svg) {
-    // Both charts on one time axis: the predicted rows, then the measured ones.
-    trace::Timeline both;
-    both.title = fmt::format("predicted (top) and measured (bottom): {}", measured.title);
-    for (auto track : predicted.tracks) {
-      track.name = "predicted · " + track.name;
-      both.tracks.push_back(std::move(track));
-    }
-    for (auto track : measured.tracks) {
-      track.name = "measured · " + track.name;
-      both.tracks.push_back(std::move(track));
-    }
-    write_file_atomically(*args.svg, trace::svg_gantt(both));
-  }
+  if (args.svg) write_file_atomically(*args.svg, both_charts(predicted, measured));
   if (args.format == OutputFormat::json) {
     out << report.dump(2) << '\n';
     return;

@@ -85,8 +85,8 @@ double relative_error(double predicted, double measured) {
   return measured > 0 ? predicted / measured - 1 : 0.0;
 }
 
-// The predicted track of the device group a measured process belongs to: the one whose
-// devices include the process's device (measured tracks name one device each).
+}  // namespace
+
 int matching_track(const trace::Timeline& predicted, const trace::Track& measured) {
   for (size_t t = 0; t < predicted.tracks.size(); ++t) {
     for (int device : measured.devices) {
@@ -98,8 +98,6 @@ int matching_track(const trace::Timeline& predicted, const trace::Track& measure
   }
   return -1;
 }
-
-}  // namespace
 
 std::optional<std::string> plan_mismatch(const trace::Timeline& predicted,
                                          const trace::Timeline& measured) {

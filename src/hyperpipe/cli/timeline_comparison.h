@@ -22,6 +22,10 @@ nlohmann::json compare_timelines(const trace::Timeline& predicted, const trace::
 std::optional<std::string> plan_mismatch(const trace::Timeline& predicted,
                                          const trace::Timeline& measured);
 
+// The predicted track of the device group a measured process belongs to: the one whose
+// devices include the process's device; -1 when none does (plan_mismatch says so).
+int matching_track(const trace::Timeline& predicted, const trace::Track& measured);
+
 // The document as a table, one row per device group, and the iteration line.
 // Without `times`, the memory alone (a prediction of other devices' speed, as CPU
 // stand-ins costed from GPU datasheets, still predicts their memory).

@@ -4,52 +4,71 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <set>
 
 #include "hyperpipe/common/quantity.h"
+#include "hyperpipe/trace/text_width.h"
 
 namespace hyperpipe::trace {
 namespace {
 
 // Layout, in pixels.
-constexpr double kLabelWidth = 260;
-constexpr double kRightMargin = 24;
-constexpr double kTitleHeight = 56;
+constexpr double kMargin = 12;
+constexpr double kMinRightMargin = 24;
+constexpr double kLabelGap = 8;        // between a row's label and its bars
+constexpr double kMinLabelWidth = 80;  // the label column, at least
+constexpr double kTitleFont = 16;
+constexpr double kTitleBaseline = 24;
+constexpr double kSubtitleFont = 12;
+constexpr double kSubtitleBaseline = 44;
+constexpr double kLegendTop = 56;
+constexpr double kLegendFont = 11;
+constexpr double kLegendRowHeight = 18;
+constexpr double kSwatch = 12;
+constexpr double kSwatchGap = 4;   // swatch to its text
+constexpr double kLegendGap = 18;  // one legend item to the next
+constexpr double kHeadingFont = 13;
+constexpr double kHeadingHeight = 28;
+constexpr double kLabelFont = 12;
 constexpr double kBarHeight = 24;
 constexpr double kCommLaneHeight = 7;
 constexpr double kRowGap = 12;
+constexpr double kBarNumberFont = 10;
+constexpr double kBarNumberPadding = 3;
+constexpr double kTickFont = 11;
 constexpr double kAxisHeight = 44;
-constexpr double kMinLabelledBarWidth = 13;  // narrower bars carry no number
 constexpr int kTargetTicks = 10;
+constexpr double kTickGap = 16;                  // at least, between two tick labels
+constexpr const char* kOddChunkOpacity = "0.7";  // chunks 1, 3, … of interleaved stages
 
 struct Style {
+  const char* op;
   const char* colour;
   const char* label;
 };
 
-// Colours from the Tableau 10 palette: readable, and distinct for colour-blind readers.
-const std::map<std::string, Style>& styles() {
-  static const std::map<std::string, Style> table{
-      {"F", {"#4e79a7", "F forward"}},
-      {"B", {"#e15759", "B backward (input)"}},
-      {"W", {"#59a14f", "W backward (weights)"}},
-      {"BW", {"#f28e2b", "BW backward"}},
-      {"optimizer", {"#9c755f", "optimizer"}},
-      {"allreduce", {"#b07aa1", "gradient all-reduce"}},
-      {"replica sync", {"#edc948", "sum across pipelines"}},
-      {"tied embedding", {"#8cd17d", "tied embedding sum"}},
-      {"global norm", {"#d37295", "global norm"}},
-      {"send F", {"#76b7b2", "send activation"}},
-      {"send B", {"#ff9da7", "send gradient"}},
-  };
-  return table;
-}
+// In legend order. Colours from the Tableau 10 palette: readable, and distinct for
+// colour-blind readers.
+constexpr Style kStyles[] = {
+    {"F", "#4e79a7", "F forward"},
+    {"B", "#e15759", "B backward (input)"},
+    {"W", "#59a14f", "W backward (weights)"},
+    {"BW", "#f28e2b", "BW backward"},
+    {"send F", "#76b7b2", "send activation"},
+    {"send B", "#ff9da7", "send gradient"},
+    {"allreduce", "#b07aa1", "gradient all-reduce"},
+    {"replica sync", "#edc948", "sum across pipelines"},
+    {"tied embedding", "#8cd17d", "tied embedding sum"},
+    {"global norm", "#d37295", "global norm"},
+    {"optimizer", "#9c755f", "optimizer"},
+};
+constexpr Style kOther{"", "#bab0ac", "other"};
 
 const Style& style_of(const std::string& op) {
-  static const Style other{"#bab0ac", "other"};
-  const auto it = styles().find(op);
-  return it == styles().end() ? other : it->second;
+  for (const auto& style : kStyles) {
+    if (op == style.op) return style;
+  }
+  return kOther;
 }
 
 std::string escape(const std::string& text) {
@@ -75,9 +94,9 @@ std::string escape(const std::string& text) {
   return out;
 }
 
-// A round step (1, 2 or 5 times a power of ten) giving about kTargetTicks ticks.
-double tick_step(double span) {
-  const double raw = span / kTargetTicks;
+// A round step (1, 2 or 5 times a power of ten) giving about `target` ticks.
+double tick_step(double span, int target) {
+  const double raw = span / target;
   const double power = std::pow(10.0, std::floor(std::log10(raw)));
   for (double factor : {1.0, 2.0, 5.0, 10.0}) {
     if (factor * power >= raw) return factor * power;
@@ -85,103 +104,252 @@ double tick_step(double span) {
   return 10.0 * power;
 }
 
+struct Tick {
+  double time;
+  std::string label;
+};
+
+std::vector<Tick> ticks_to(double end, int target) {
+  const double step = tick_step(end, target);
+  // Ticks counted, not summed: adding `step` to a double drifts (cert-flp30-c).
+  const auto count = static_cast<int64_t>(std::floor(end * (1 + 1e-9) / step));
+  std::vector<Tick> ticks;
+  for (int64_t i = 0; i <= count; ++i) {
+    const double time = static_cast<double>(i) * step;
+    ticks.push_back({time, time == 0 ? "0" : format_duration(time)});
+  }
+  return ticks;
+}
+
+struct LegendItem {
+  std::string fill;  // a colour, or the bubble's pattern
+  std::string opacity;
+  std::string label;
+};
+
+// Every colour the chart draws, in legend order.
+std::vector<LegendItem> legend_of(const std::vector<SvgSection>& sections) {
+  std::set<std::string> present;
+  bool other = false;
+  bool odd_chunks = false;
+  std::string first_compute_colour;
+  for (const auto& section : sections) {
+    for (const auto& track : section.timeline->tracks) {
+      for (const auto* intervals : {&track.compute, &track.communication}) {
+        for (const auto& i : *intervals) {
+          present.insert(i.op);
+          other = other || &style_of(i.op) == &kOther;
+        }
+      }
+      for (const auto& i : track.compute) {
+        if (i.chunk % 2 == 1) {
+          odd_chunks = true;
+          if (first_compute_colour.empty()) first_compute_colour = style_of(i.op).colour;
+        }
+      }
+    }
+  }
+  std::vector<LegendItem> items;
+  for (const auto& style : kStyles) {
+    if (present.count(style.op)) items.push_back({style.colour, "1", style.label});
+  }
+  if (other) items.push_back({kOther.colour, "1", kOther.label});
+  if (odd_chunks) {
+    items.push_back({first_compute_colour, kOddChunkOpacity, "lighter: chunks 1, 3, …"});
+  }
+  items.push_back({"url(#bubble)", "1", "idle (bubble)"});
+  return items;
+}
+
+double legend_item_width(const LegendItem& item) {
+  return kSwatch + kSwatchGap + text_width(item.label, kLegendFont);
+}
+
+// Rows of legend items that fit in `width`; the rows' item indices.
+std::vector<std::vector<size_t>> legend_rows(const std::vector<LegendItem>& items, double width) {
+  std::vector<std::vector<size_t>> rows(1);
+  double x = kMargin;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const double w = legend_item_width(items[i]);
+    if (!rows.back().empty() && x + w > width - kMargin) {
+      rows.emplace_back();
+      x = kMargin;
+    }
+    rows.back().push_back(i);
+    x += w + kLegendGap;
+  }
+  return rows;
+}
+
+void draw_track(std::string& svg, const Track& track, double top, double label_right,
+                double plot_left, double plot_width, const auto& x) {
+  svg += fmt::format(
+      "<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{}\" "
+      "text-anchor=\"end\">{}</text>\n",
+      label_right, top + kBarHeight / 2 + 4, kLabelFont, escape(track.name));
+  svg += fmt::format(
+      "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
+      "fill=\"url(#bubble)\"/>\n",
+      plot_left, top, plot_width, kBarHeight);
+  for (const auto& i : track.compute) {
+    const double left = x(i.start);
+    const double width = std::max(x(i.end) - left, 0.5);
+    const Style& style = style_of(i.op);
+    svg += fmt::format(
+        "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\" "
+        "fill-opacity=\"{}\" stroke=\"white\" stroke-width=\"0.5\"><title>{}{} stage {} "
+        "chunk {}: {} – {}</title></rect>\n",
+        left, top, width, kBarHeight, style.colour, i.chunk % 2 == 1 ? kOddChunkOpacity : "1",
+        escape(i.op), i.micro_batch >= 0 ? std::to_string(i.micro_batch) : "", i.stage, i.chunk,
+        escape(format_duration(i.start)), escape(format_duration(i.end)));
+    const std::string number = std::to_string(i.micro_batch);
+    if (i.micro_batch >= 0 && width >= text_width(number, kBarNumberFont) + 2 * kBarNumberPadding) {
+      svg += fmt::format(
+          "<text class=\"bar-number\" x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"{}\" fill=\"white\" "
+          "text-anchor=\"middle\">{}</text>\n",
+          left + width / 2, top + kBarHeight / 2 + 3.5, kBarNumberFont, number);
+    }
+  }
+  for (const auto& i : track.communication) {
+    const double left = x(i.start);
+    const double width = std::max(x(i.end) - left, 0.5);
+    svg += fmt::format(
+        "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\">"
+        "<title>{} {} stage {}: {} – {}</title></rect>\n",
+        left, top + kBarHeight + 1, width, kCommLaneHeight - 2, style_of(i.op).colour, escape(i.op),
+        i.micro_batch, i.stage, escape(format_duration(i.start)), escape(format_duration(i.end)));
+  }
+}
+
 }  // namespace
 
 std::string svg_gantt(const Timeline& timeline, const SvgOptions& options) {
-  const double end = std::max(timeline.end_time(), 1e-12);
-  const double plot_width = options.width - kLabelWidth - kRightMargin;
+  return svg_gantt(timeline.title, "iteration " + format_duration(timeline.end_time()),
+                   {{"", &timeline}}, options);
+}
+
+std::string svg_gantt(const std::string& title, const std::string& subtitle,
+                      const std::vector<SvgSection>& sections, const SvgOptions& options) {
+  double end = 1e-12;
+  double label_width = kMinLabelWidth;
+  size_t busiest = 0;  // compute ops of the busiest row
+  size_t rows = 0;
+  double headings_width = 0;
+  for (const auto& section : sections) {
+    end = std::max(end, section.timeline->end_time());
+    headings_width =
+        std::max(headings_width, text_width(section.heading, kHeadingFont, FontWeight::bold));
+    for (const auto& track : section.timeline->tracks) {
+      label_width = std::max(label_width, text_width(track.name, kLabelFont));
+      busiest = std::max(busiest, track.compute.size());
+      ++rows;
+    }
+  }
+  const auto widest_label = [](const std::vector<Tick>& ticks) {
+    double widest = 0;
+    for (const auto& tick : ticks) widest = std::max(widest, text_width(tick.label, kTickFont));
+    return widest;
+  };
+  std::vector<Tick> ticks = ticks_to(end, kTargetTicks);
+  const double widest_tick = widest_label(ticks);
+  const std::vector<LegendItem> legend = legend_of(sections);
+  double widest_legend_item = 0;
+  for (const auto& item : legend) {
+    widest_legend_item = std::max(widest_legend_item, legend_item_width(item));
+  }
+
+  // Left to right: margin, labels, gap, plot, right margin (room for the last tick's
+  // centred label). The canvas is at least as wide as the title, subtitle and any legend
+  // item need.
+  const double plot_left = kMargin + label_width + kLabelGap;
+  const double right_margin = std::max(kMinRightMargin, widest_tick / 2 + kMargin / 2);
+  const double width = std::max(
+      {options.width, plot_left + static_cast<double>(busiest) * kMinPixelsPerOp + right_margin,
+       2 * kMargin + text_width(title, kTitleFont, FontWeight::bold),
+       2 * kMargin + text_width(subtitle, kSubtitleFont), 2 * kMargin + widest_legend_item,
+       plot_left + 2 * kMargin + headings_width});
+  const double plot_width = width - plot_left - right_margin;
+  const auto x = [&](double t) { return plot_left + t / end * plot_width; };
+  // Fewer ticks where their labels would touch.
+  for (int target = kTargetTicks; target > 1 && ticks.size() > 1 &&
+                                  x(ticks[1].time) - x(0) < widest_label(ticks) + kTickGap;) {
+    target = std::max(1, target / 2);
+    ticks = ticks_to(end, target);
+  }
+
+  const auto rows_of_legend = legend_rows(legend, width);
+  const double legend_bottom =
+      kLegendTop + kLegendRowHeight * static_cast<double>(rows_of_legend.size());
   const double row_height = kBarHeight + kCommLaneHeight + kRowGap;
-  const double height =
-      kTitleHeight + row_height * static_cast<double>(timeline.tracks.size()) + kAxisHeight;
-  const auto x = [&](double t) { return kLabelWidth + t / end * plot_width; };
+  double headings_height = 0;
+  for (const auto& section : sections)
+    headings_height += section.heading.empty() ? 0 : kHeadingHeight;
+  const double body_top = legend_bottom + kRowGap;
+  const double axis_y = body_top + headings_height + row_height * static_cast<double>(rows);
+  const double height = axis_y + kAxisHeight;
 
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
       "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"Helvetica, Arial, sans-serif\">\n",
-      options.width, height);
+      width, height);
   svg +=
       "<defs><pattern id=\"bubble\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
       "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#f4f4f4\"/>"
       "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#d0d0d0\" stroke-width=\"2\"/>"
       "</pattern></defs>\n";
-  svg += fmt::format("<rect width=\"{:.0f}\" height=\"{:.0f}\" fill=\"white\"/>\n", options.width,
-                     height);
+  svg += fmt::format("<rect width=\"{:.0f}\" height=\"{:.0f}\" fill=\"white\"/>\n", width, height);
   svg += fmt::format(
-      "<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{}</text>\n"
-      "<text x=\"12\" y=\"44\" font-size=\"12\" fill=\"#555\">iteration {} · hatched: idle "
-      "(bubble)</text>\n",
-      escape(timeline.title), escape(format_duration(timeline.end_time())));
+      "<text class=\"title\" x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\">{}</text>\n"
+      "<text class=\"subtitle\" x=\"{}\" y=\"{}\" font-size=\"{}\" fill=\"#555\">{}</text>\n",
+      kMargin, kTitleBaseline, kTitleFont, escape(title), kMargin, kSubtitleBaseline, kSubtitleFont,
+      escape(subtitle));
 
-  // Legend: the ops this timeline has, right-aligned in the title band.
-  std::set<std::string> present;
-  for (const auto& track : timeline.tracks) {
-    for (const auto& i : track.compute) present.insert(i.op);
-    for (const auto& i : track.communication) present.insert(i.op);
-  }
-  double legend_x = options.width - kRightMargin;
-  for (auto it = styles().rbegin(); it != styles().rend(); ++it) {
-    if (!present.count(it->first)) continue;
-    const double text_width = 6.5 * static_cast<double>(std::string(it->second.label).size());
-    legend_x -= text_width + 22;
-    svg += fmt::format(
-        "<rect x=\"{:.1f}\" y=\"30\" width=\"12\" height=\"12\" fill=\"{}\"/>"
-        "<text x=\"{:.1f}\" y=\"40\" font-size=\"11\">{}</text>\n",
-        legend_x, it->second.colour, legend_x + 16, escape(it->second.label));
-  }
-
-  for (size_t t = 0; t < timeline.tracks.size(); ++t) {
-    const Track& track = timeline.tracks[t];
-    const double top = kTitleHeight + row_height * static_cast<double>(t);
-    svg += fmt::format(
-        "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"end\">{}</text>\n",
-        kLabelWidth - 8, top + kBarHeight / 2 + 4, escape(track.name));
-    svg += fmt::format(
-        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
-        "fill=\"url(#bubble)\"/>\n",
-        x(0), top, plot_width, kBarHeight);
-    for (const auto& i : track.compute) {
-      const double left = x(i.start);
-      const double width = std::max(x(i.end) - left, 0.5);
-      const Style& style = style_of(i.op);
+  for (size_t r = 0; r < rows_of_legend.size(); ++r) {
+    const double top = kLegendTop + kLegendRowHeight * static_cast<double>(r);
+    double left = kMargin;
+    for (size_t i : rows_of_legend[r]) {
+      const LegendItem& item = legend[i];
       svg += fmt::format(
-          "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\" "
-          "fill-opacity=\"{}\" stroke=\"white\" stroke-width=\"0.5\"><title>{}{} stage {} "
-          "chunk {}: {} – {}</title></rect>\n",
-          left, top, width, kBarHeight, style.colour, i.chunk % 2 == 1 ? "0.7" : "1", escape(i.op),
-          i.micro_batch >= 0 ? std::to_string(i.micro_batch) : "", i.stage, i.chunk,
-          escape(format_duration(i.start)), escape(format_duration(i.end)));
-      if (i.micro_batch >= 0 && width >= kMinLabelledBarWidth) {
+          "<g class=\"legend\"><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" "
+          "fill=\"{}\" fill-opacity=\"{}\" stroke=\"#999\" stroke-width=\"0.5\"/>"
+          "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{}\">{}</text></g>\n",
+          left, top, kSwatch, kSwatch, item.fill, item.opacity, left + kSwatch + kSwatchGap,
+          top + kSwatch - 2, kLegendFont, escape(item.label));
+      left += legend_item_width(item) + kLegendGap;
+    }
+  }
+
+  double top = body_top;
+  for (size_t s = 0; s < sections.size(); ++s) {
+    const SvgSection& section = sections[s];
+    if (!section.heading.empty()) {
+      if (s > 0) {
         svg += fmt::format(
-            "<text x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"10\" fill=\"white\" "
-            "text-anchor=\"middle\">{}</text>\n",
-            left + width / 2, top + kBarHeight / 2 + 3.5, i.micro_batch);
+            "<line class=\"divider\" x1=\"{}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" "
+            "stroke=\"#333\" stroke-dasharray=\"4 3\"/>\n",
+            kMargin, top - kRowGap / 2, width - kMargin, top - kRowGap / 2);
       }
-    }
-    for (const auto& i : track.communication) {
-      const double left = x(i.start);
-      const double width = std::max(x(i.end) - left, 0.5);
       svg += fmt::format(
-          "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\">"
-          "<title>{} {} stage {}: {} – {}</title></rect>\n",
-          left, top + kBarHeight + 1, width, kCommLaneHeight - 2, style_of(i.op).colour,
-          escape(i.op), i.micro_batch, i.stage, escape(format_duration(i.start)),
-          escape(format_duration(i.end)));
+          "<text class=\"heading\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{}\" "
+          "font-weight=\"bold\">{}</text>\n",
+          plot_left, top + kHeadingFont + 4, kHeadingFont, escape(section.heading));
+      top += kHeadingHeight;
+    }
+    for (const auto& track : section.timeline->tracks) {
+      draw_track(svg, track, top, plot_left - kLabelGap, plot_left, plot_width, x);
+      top += row_height;
     }
   }
 
-  const double axis_y = kTitleHeight + row_height * static_cast<double>(timeline.tracks.size());
   svg += fmt::format(
       "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", x(0),
       axis_y, x(end), axis_y);
-  const double step = tick_step(end);
-  // Ticks counted, not summed: adding `step` to a double drifts (cert-flp30-c).
-  const auto ticks = static_cast<int64_t>(std::floor(end * (1 + 1e-9) / step));
-  for (int64_t i = 0; i <= ticks; ++i) {
-    const double tick = static_cast<double>(i) * step;
+  for (const auto& tick : ticks) {
     svg += fmt::format(
-        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>"
-        "<text x=\"{0:.1f}\" y=\"{3:.1f}\" font-size=\"11\" text-anchor=\"middle\">{4}</text>\n",
-        x(tick), axis_y, axis_y + 5, axis_y + 18, tick == 0 ? "0" : escape(format_duration(tick)));
+        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>\n"
+        "<text class=\"tick\" x=\"{0:.1f}\" y=\"{3:.1f}\" font-size=\"{5}\" "
+        "text-anchor=\"middle\">{4}</text>\n",
+        x(tick.time), axis_y, axis_y + 5, axis_y + 18, escape(tick.label), kTickFont);
   }
   svg += "</svg>\n";
   return svg;

@@ -1,0 +1,269 @@
+// The charts as a person sees them: each SVG is rendered to PNG by rsvg-convert (Debian's
+// librsvg2-bin, in the font fontconfig picks for Helvetica) and its pixels are checked.
+// Every text element is rendered alone, so its ink can be measured: no text runs off
+// the canvas, labels stay left of the bars, legend items and titles do not overlap.
+#include <gtest/gtest.h>
+#include <png.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "hyperpipe/trace/svg_gantt.h"
+#include "hyperpipe/trace/text_width.h"
+#include "test_files.h"
+
+namespace hyperpipe::trace {
+namespace {
+
+// Brighter than this in every channel is background.
+constexpr int kInkThreshold = 200;
+
+struct Box {
+  int left = 0, top = 0, right = -1, bottom = -1;  // inclusive; empty when right < left
+  bool empty() const { return right < left; }
+  bool overlaps(const Box& other) const {
+    return !empty() && !other.empty() && left <= other.right && other.left <= right &&
+           top <= other.bottom && other.top <= bottom;
+  }
+};
+
+struct Image {
+  int width = 0, height = 0;
+  std::vector<uint8_t> rgb;
+  // The box around every pixel darker than the background.
+  Box ink() const {
+    Box box{width, height, -1, -1};
+    for (int y = 0; y < height; ++y) {
+      for (int x = 0; x < width; ++x) {
+        const uint8_t* p = &rgb[3 * (static_cast<size_t>(y) * width + x)];
+        if (p[0] < kInkThreshold || p[1] < kInkThreshold || p[2] < kInkThreshold) {
+          box = {std::min(box.left, x), std::min(box.top, y), std::max(box.right, x),
+                 std::max(box.bottom, y)};
+        }
+      }
+    }
+    return box;
+  }
+};
+
+Image render(const std::string& svg) {
+  static int count = 0;
+  const std::string name = "render-" + std::to_string(count++);
+  const std::string svg_path = testing::write_temp_file(name + ".svg", svg);
+  const std::string png_path = testing::temp_path(name + ".png");
+  const std::string command = "rsvg-convert -o " + png_path + " " + svg_path;
+  if (std::system(command.c_str()) != 0) {
+    ADD_FAILURE() << "`" << command << "` failed: install librsvg2-bin (scripts/install-deps.sh)";
+    return {};
+  }
+  png_image png{};
+  png.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_file(&png, png_path.c_str())) {
+    ADD_FAILURE() << png_path << ": " << png.message;
+    return {};
+  }
+  png.format = PNG_FORMAT_RGB;
+  Image image{static_cast<int>(png.width), static_cast<int>(png.height), {}};
+  image.rgb.resize(PNG_IMAGE_SIZE(png));
+  // Transparent pixels composite onto white, as a viewer shows them.
+  const png_color white{255, 255, 255};
+  png.flags = 0;
+  if (!png_image_finish_read(&png, &white, image.rgb.data(), 0, nullptr)) {
+    ADD_FAILURE() << png_path << ": " << png.message;
+  }
+  return image;
+}
+
+// The chart's lines: each element the writer draws is one line.
+std::vector<std::string> lines_of(const std::string& svg) {
+  std::vector<std::string> lines;
+  std::istringstream in(svg);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Room around the canvas where an element alone is drawn, so that ink the chart's own
+// canvas would cut off shows up outside it.
+constexpr int kBorder = 200;
+
+// `element` alone, on a canvas grown by kBorder on every side (with the chart's font and
+// patterns), shifted so that the chart's origin is at (kBorder, kBorder).
+std::string alone(const std::vector<std::string>& lines, const std::string& element, double width,
+                  double height) {
+  std::smatch font;
+  std::regex_search(lines[0], font, std::regex("font-family=\"[^\"]*\""));
+  const std::string size = "width=\"" + std::to_string(width + 2 * kBorder) + "\" height=\"" +
+                           std::to_string(height + 2 * kBorder) + "\"";
+  // Line 1 holds the patterns.
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" " + size + " " + font.str() + ">\n" + lines[1] +
+         "\n<rect " + size + " fill=\"white\"/>\n<g transform=\"translate(" +
+         std::to_string(kBorder) + "," + std::to_string(kBorder) + ")\">" + element +
+         "</g></svg>\n";
+}
+
+struct Element {
+  std::string kind;  // its class
+  std::string text;  // the line, for messages
+  Box ink;
+};
+
+// The ink of every text element (and legend item), each rendered alone.
+std::vector<Element> text_elements(const std::string& svg, double width, double height) {
+  const auto lines = lines_of(svg);
+  const std::regex kind("^<(?:text|g) class=\"([a-z-]+)\"");
+  std::vector<Element> found;
+  for (const auto& line : lines) {
+    std::smatch match;
+    if (!std::regex_search(line, match, kind) || match[1] == "bar-number") continue;
+    Box ink = render(alone(lines, line, width, height)).ink();
+    if (!ink.empty()) {  // back in the chart's own coordinates
+      ink = {ink.left - kBorder, ink.top - kBorder, ink.right - kBorder, ink.bottom - kBorder};
+    }
+    found.push_back({match[1], line, ink});
+  }
+  return found;
+}
+
+double attribute(const std::string& svg, const std::string& pattern) {
+  std::smatch match;
+  EXPECT_TRUE(std::regex_search(svg, match, std::regex(pattern))) << pattern;
+  return match.empty() ? 0 : std::stod(match[1]);
+}
+
+// A long run on a mixed cluster, with long row labels and every kind of op.
+Timeline long_run() {
+  Timeline timeline;
+  timeline.title = "llama2-70b on h100-a100-v100-islands: step 12 (measured), a long title";
+  const std::vector<std::string> names = {
+      "pipeline 1, stage 3: NVIDIA GeForce RTX 4090 ×8 [120-127] · rank 127", "stage 0: WWWW",
+      "stage 1: A100-80GB ×4 [4-7]", "i"};
+  const std::vector<std::string> kinds = {"F", "B", "W", "BW", "mystery"};
+  for (size_t t = 0; t < names.size(); ++t) {
+    Track track{names[t], {static_cast<int>(t)}, {}, {}, {}, {}};
+    double time = 0.001 * static_cast<double>(t);
+    constexpr int kMicroBatches = 64, kChunks = 4;
+    for (int m = 0; m < kMicroBatches; ++m) {
+      for (int c = 0; c < kChunks; ++c) {
+        for (const char* op : {"F", "BW"}) {
+          track.compute.push_back({op, static_cast<int>(t), m, c, time, time + 0.01});
+          time += 0.0105;
+        }
+      }
+    }
+    track.compute.push_back(
+        {kinds[t % kinds.size()], static_cast<int>(t), 0, 1, time, time + 0.01});
+    for (const char* op : {"allreduce", "replica sync", "tied embedding", "global norm"}) {
+      track.communication.push_back({op, -1, -1, 0, time, time + 0.002});
+    }
+    track.communication.push_back({"send F", static_cast<int>(t), 0, 0, 0.01, 0.011});
+    track.communication.push_back({"send B", static_cast<int>(t), 0, 0, 0.02, 0.021});
+    track.compute.push_back({"optimizer", -1, -1, 0, time + 0.01, time + 0.02});
+    track.compute.push_back({"mystery", -1, -1, 0, time + 0.02, time + 0.03});
+    timeline.tracks.push_back(std::move(track));
+  }
+  return timeline;
+}
+
+void expect_readable(const std::string& svg) {
+  const double width = attribute(svg, "<svg [^>]*width=\"([0-9.]+)\"");
+  const double height = attribute(svg, "<svg [^>]*height=\"([0-9.]+)\"");
+  const double plot_left = attribute(svg, "<rect x=\"([0-9.]+)\"[^>]*fill=\"url\\(#bubble\\)\"/>");
+  const auto elements = text_elements(svg, width, height);
+  ASSERT_GE(elements.size(), 6u);  // title, subtitle, a legend item, a label, two ticks
+  std::vector<const Element*> legend, titles, ticks;
+  for (const auto& e : elements) {
+    ASSERT_FALSE(e.ink.empty()) << "nothing drawn: " << e.text;
+    // Inside the canvas with a clear pixel around: nothing cut at an edge.
+    EXPECT_GE(e.ink.left, 1) << e.text;
+    EXPECT_GE(e.ink.top, 1) << e.text;
+    EXPECT_LE(e.ink.right, width - 2) << e.text;
+    EXPECT_LE(e.ink.bottom, height - 2) << e.text;
+    if (e.kind == "label") {
+      EXPECT_LT(e.ink.right, plot_left) << e.text;
+    }
+    if (e.kind == "legend") legend.push_back(&e);
+    if (e.kind == "tick") ticks.push_back(&e);
+    if (e.kind == "title" || e.kind == "subtitle") titles.push_back(&e);
+  }
+  EXPECT_EQ(titles.size(), 2u);
+  EXPECT_GE(ticks.size(), 2u);
+  for (size_t i = 0; i + 1 < ticks.size(); ++i) {
+    EXPECT_FALSE(ticks[i]->ink.overlaps(ticks[i + 1]->ink)) << ticks[i]->text;
+  }
+  for (size_t i = 0; i < legend.size(); ++i) {
+    for (const auto* title : titles) {
+      EXPECT_FALSE(legend[i]->ink.overlaps(title->ink)) << legend[i]->text << title->text;
+    }
+    for (size_t j = i + 1; j < legend.size(); ++j) {
+      EXPECT_FALSE(legend[i]->ink.overlaps(legend[j]->ink)) << legend[i]->text << "\n"
+                                                            << legend[j]->text;
+    }
+  }
+}
+
+TEST(SvgRender, LabelsTitlesAndLegendStayOnTheCanvasApartFromEachOther) {
+  // Narrow, so the legend wraps and the title widens the canvas.
+  const std::string svg = svg_gantt(long_run(), {400});
+  expect_readable(svg);
+  // Every colour is in the legend: the op kinds, "other", odd chunks, idle.
+  for (const char* label :
+       {"F forward", "BW backward", "gradient all-reduce", "send activation", "send gradient",
+        "sum across pipelines", "tied embedding sum", "global norm", "optimizer", "other",
+        "lighter: chunks 1, 3, …", "idle (bubble)"}) {
+    EXPECT_NE(svg.find(std::string(">") + label + "</text>"), std::string::npos) << label;
+  }
+}
+
+TEST(SvgRender, ANarrowChartOfFewOpsKeepsItsTicksApart) {
+  Timeline timeline;
+  timeline.title = "t";
+  Track track{"stage 0", {0}, {}, {}, {}, {}};
+  track.compute = {{"F", 0, 0, 0, 0.0, 0.0617}, {"BW", 0, 0, 0, 0.0617, 0.1234567}};
+  timeline.tracks = {track};
+  expect_readable(svg_gantt(timeline, {300}));
+}
+
+TEST(SvgRender, PredictedAndMeasuredSectionsAreReadableToo) {
+  const Timeline predicted = long_run();
+  Timeline measured = long_run();
+  measured.tracks.pop_back();
+  const std::string svg =
+      svg_gantt("a comparison", "iteration predicted 1 s, measured 2 s",
+                {{"predicted: plan", &predicted}, {"measured: run", &measured}});
+  expect_readable(svg);
+  EXPECT_NE(svg.find("class=\"divider\""), std::string::npos);
+}
+
+// The layout's text widths are never below what the renderer draws, or labels would be
+// cut at the left edge: each string alone at 100 px per em.
+TEST(SvgRender, TextWidthIsNeverBelowTheRenderedWidth) {
+  constexpr double kFont = 100;
+  for (const std::string text :
+       {"iiiiiiii", "WWWWMMMM", "stage 0: A100-80GB ×4 [0-3] · rank 3", "tfrj.,:;|!'", "0123456789",
+        "pipeline 12, stage 7 – µs → …", "{}[]()<>@#%&*+=?~^_`$\\/\"-"}) {
+    for (const auto weight : {FontWeight::regular, FontWeight::bold}) {
+      std::string escaped = std::regex_replace(text, std::regex("&"), "&amp;");
+      escaped = std::regex_replace(escaped, std::regex("<"), "&lt;");
+      escaped = std::regex_replace(escaped, std::regex(">"), "&gt;");
+      const double estimate = text_width(text, kFont, weight);
+      const std::string svg =
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"6000\" height=\"200\">"
+          "<rect width=\"6000\" height=\"200\" fill=\"white\"/><text x=\"10\" y=\"140\" "
+          "font-family=\"Helvetica, Arial, sans-serif\" font-size=\"100\"" +
+          std::string(weight == FontWeight::bold ? " font-weight=\"bold\"" : "") + ">" + escaped +
+          "</text></svg>";
+      const Box ink = render(svg).ink();
+      ASSERT_FALSE(ink.empty()) << text;
+      const double drawn = ink.right + 1 - 10;  // from the text's origin
+      EXPECT_GE(estimate, drawn) << text;
+      // And not so loose that columns are far wider than their labels.
+      EXPECT_LE(estimate, 1.1 * drawn) << text;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hyperpipe::trace
