@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/cli_run.h"
 #include "hyperpipe/cluster/cluster_loader.h"
@@ -227,8 +228,9 @@ TEST(Cli, CompareLinesUpPredictedAndMeasuredGroupByGroup) {
       {"name": "rank 2", "devices": [2], "memory": [], "communication": [],
        "compute": [["F", 1, 0, 0, 1.5, 2.0]]}]})");
   const std::string svg = hyperpipe::testing::temp_path("both.svg");
+  const std::string both_trace = hyperpipe::testing::temp_path("both-trace.json");
   const Result r = run("compare --predicted " + predicted + " --measured " + measured + " --svg " +
-                       svg + " --format json");
+                       svg + " --trace " + both_trace + " --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto report = nlohmann::json::parse(r.out);
   EXPECT_DOUBLE_EQ(report["predicted_iteration_s"].get<double>(), 4.0);
@@ -266,6 +268,15 @@ TEST(Cli, CompareLinesUpPredictedAndMeasuredGroupByGroup) {
   EXPECT_NE(chart.find("class=\"divider\""), std::string::npos);
   EXPECT_NE(chart.find(">stage 1 · rank 2</text>"), std::string::npos);
   EXPECT_NE(chart.find("iteration predicted 4.00 s, measured 5.00 s (-20.0%)"), std::string::npos);
+  // One trace, two processes, the measured threads named as the chart names them.
+  const auto trace = nlohmann::json::parse(slurp(both_trace));
+  std::set<std::string> names;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] == "M") names.insert(event["args"].value("name", ""));
+  }
+  EXPECT_TRUE(names.count("predicted: p")) << trace.dump();
+  EXPECT_TRUE(names.count("measured: m"));
+  EXPECT_TRUE(names.count("stage 1 · rank 2"));
   const Result missing = run("compare --predicted /nonexistent.json --measured " + measured);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("/nonexistent.json"), std::string::npos);

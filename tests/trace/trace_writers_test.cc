@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
+#include <set>
+#include <tuple>
 
 #include "hyperpipe/trace/chrome_trace.h"
 #include "hyperpipe/trace/svg_gantt.h"
@@ -49,6 +52,71 @@ TEST(ChromeTrace, OneThreadPerTrackAndLaneInMicroseconds) {
     }
   }
   EXPECT_TRUE(found);
+}
+
+// The flow events of a trace: (phase, tid, ts) of each "s" and "f", by id.
+std::map<int, std::vector<std::tuple<std::string, int, double>>> flows_of(
+    const nlohmann::json& trace, int pid) {
+  std::map<int, std::vector<std::tuple<std::string, int, double>>> flows;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] != "s" && event["ph"] != "f") continue;
+    if (event["pid"] != pid) continue;
+    flows[event["id"]].emplace_back(event["ph"], event["tid"], event["ts"]);
+  }
+  return flows;
+}
+
+// The activation leaves on stage 0's send and arrives at stage 1's F; the gradient, with
+// no send in the timeline, leaves stage 1's BW for stage 0's.
+TEST(ChromeTrace, FlowsGoFromEachSendToTheOpThatConsumesIt) {
+  const auto flows = flows_of(chrome_trace(two_tracks()), 0);
+  ASSERT_EQ(flows.size(), 2u);
+  using Event = std::tuple<std::string, int, double>;
+  std::set<std::vector<Event>> found;
+  for (const auto& [id, events] : flows) found.insert(events);
+  EXPECT_TRUE(found.count({Event{"s", 1, 1000.0}, Event{"f", 2, 1500.0}}));  // send F → F
+  EXPECT_TRUE(found.count({Event{"s", 2, 2500.0}, Event{"f", 0, 2000.0}}));  // BW → BW
+}
+
+// Two data-parallel ranks per stage: rank 0 feeds rank 2, rank 1 feeds rank 3.
+TEST(ChromeTrace, FlowsPairDataParallelRanksInOrder) {
+  Timeline timeline;
+  for (int rank = 0; rank < 4; ++rank) {
+    Track track{"rank " + std::to_string(rank), {rank}, {}, {}, {}, {}};
+    track.compute = {{"F", rank / 2, 0, 0, 0.001 * rank, 0.001 * rank + 0.0005}};
+    timeline.tracks.push_back(track);
+  }
+  const auto flows = flows_of(chrome_trace(timeline), 0);
+  ASSERT_EQ(flows.size(), 2u);
+  std::set<std::pair<int, int>> pairs;
+  for (const auto& [id, events] : flows) {
+    pairs.insert({std::get<1>(events[0]), std::get<1>(events[1])});
+  }
+  // Compute threads are 2 × track.
+  EXPECT_EQ(pairs, (std::set<std::pair<int, int>>{{0, 4}, {2, 6}}));
+}
+
+// compare's one trace: predicted and measured as two processes, flow ids not shared.
+TEST(ChromeTrace, SeveralTimelinesAreProcessesInOrder) {
+  Timeline predicted = two_tracks();
+  predicted.title = "predicted";
+  Timeline measured = two_tracks();
+  measured.title = "measured";
+  const auto trace = chrome_trace({&predicted, &measured});
+  std::map<int, std::string> names;
+  std::set<int> ids;
+  int flow_events = 0;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["name"] == "process_name") names[event["pid"]] = event["args"]["name"];
+    if (event["ph"] == "s") {
+      ids.insert(event["id"].get<int>());
+      ++flow_events;
+    }
+  }
+  EXPECT_EQ(names, (std::map<int, std::string>{{0, "predicted"}, {1, "measured"}}));
+  EXPECT_EQ(flow_events, 4);
+  EXPECT_EQ(ids.size(), 4u);
+  EXPECT_EQ(flows_of(trace, 1).size(), 2u);
 }
 
 TEST(SvgGantt, BarsLabelsAxisAndEscapedText) {

@@ -17,6 +17,7 @@
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/sim/plan_simulation.h"
+#include "hyperpipe/trace/chrome_trace.h"
 #include "hyperpipe/trace/svg_gantt.h"
 #include "hyperpipe/trace/timeline_json.h"
 
@@ -29,6 +30,7 @@ struct CompareArgs {
   std::string predicted;
   std::string measured;
   std::optional<std::string> svg;
+  std::optional<std::string> trace;
   std::optional<std::string> plan;      // to replay
   std::optional<std::string> profiles;  // for what the replay does not take from the run
   OutputFormat format = OutputFormat::table;
@@ -59,15 +61,30 @@ double replayed_iteration(const CompareArgs& args, const trace::Timeline& measur
   return sim::simulate_plan(costs, plan, replay).output.iteration_time;
 }
 
-// Both charts on one time axis, predicted above measured. Each measured process is
-// named after its device group as the prediction names it, and its rank.
-std::string both_charts(const trace::Timeline& predicted, const trace::Timeline& measured) {
+// The measured run with each process named after its device group as the prediction
+// names it, and its rank ("stage 1: V100-16GB ×2 [2-3] · rank 3").
+trace::Timeline named_by_group(const trace::Timeline& predicted, const trace::Timeline& measured) {
   trace::Timeline renamed = measured;
   for (auto& track : renamed.tracks) {
     const int group = matching_track(predicted, track);
     const std::string rank = track.name.substr(0, track.name.find(':'));
     track.name = fmt::format("{} · {}", predicted.tracks[group].name, rank);
   }
+  return renamed;
+}
+
+// Both in one Chrome trace, a process each: predicted, then measured.
+std::string both_traces(const trace::Timeline& predicted, const trace::Timeline& measured) {
+  trace::Timeline first = predicted;
+  first.title = "predicted: " + predicted.title;
+  trace::Timeline second = named_by_group(predicted, measured);
+  second.title = "measured: " + measured.title;
+  return trace::chrome_trace({&first, &second}).dump();
+}
+
+// Both charts on one time axis, predicted above measured.
+std::string both_charts(const trace::Timeline& predicted, const trace::Timeline& measured) {
+  const trace::Timeline renamed = named_by_group(predicted, measured);
   const double predicted_end = predicted.end_time();
   const double measured_end = measured.end_time();
   const std::string subtitle =
@@ -95,12 +112,14 @@ void run_compare(const CompareArgs& args, std::ostream& out) {
     report["replayed_error"] = end > 0 ? replayed / end - 1 : 0.0;
   }
   if (args.svg) write_file_atomically(*args.svg, both_charts(predicted, measured));
+  if (args.trace) write_file_atomically(*args.trace, both_traces(predicted, measured));
   if (args.format == OutputFormat::json) {
     out << report.dump(2) << '\n';
     return;
   }
   print_comparison(report, out);
   if (args.svg) out << "  Both timelines: " << *args.svg << '\n';
+  if (args.trace) out << "  Both as one trace: " << *args.trace << '\n';
 }
 
 }  // namespace
@@ -118,6 +137,8 @@ void add_compare_command(CLI::App& app, std::ostream& out) {
                    "Measured timeline (NAME.json from hyperpipe train --timeline)")
       ->required();
   command->add_option("--svg", args->svg, "Write both Gantt charts, one above the other, here");
+  command->add_option("--trace", args->trace,
+                      "Write both as one Chrome trace (Perfetto), a process each, here");
   command->add_option("--plan", args->plan,
                       "The run's plan: also replay it with the measured compute, to tell the "
                       "schedule and communication model's error from the profiles'");
