@@ -80,6 +80,12 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->add_option("--trace-step", options->trace_step,
                       "The step drawn by --trace/--svg/--timeline and compared with the prediction "
                       "(default: the median of the last 32)");
+  command
+      ->add_option("--trace-steps", options->trace_steps,
+                   "Steps drawn one after another by --trace and --svg: from --trace-step, "
+                   "else the run's last (--timeline and the comparison keep one step)")
+      ->default_val(1)
+      ->check(positive_integer());
   command->add_option("--profiles", *profiles_path,
                       "Profiles for the predicted iteration printed at the end "
                       "(hyperpipe profile); without, the cost model's estimates");

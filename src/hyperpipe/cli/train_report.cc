@@ -8,6 +8,7 @@
 
 #include "hyperpipe/cli/timeline_comparison.h"
 #include "hyperpipe/common/output_file.h"
+#include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/statistics.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/cost/cost_model.h"
@@ -99,17 +100,26 @@ void TrainProgress::write_metrics() const {
 
 namespace {
 
-// The measured and predicted timelines of the traced step, to the files asked for.
-void write_timelines(const trace::Timeline& measured, const trace::Timeline& predicted,
-                     const TrainReportOptions& options) {
-  const auto write = [&](const std::optional<std::string>& path, const auto& render) {
+// The measured and predicted timelines of the traced step, to the files asked for; the
+// trace and the chart draw the several steps where the run recorded them.
+void write_timelines(const trace::Timeline& measured, const trace::Timeline* measured_steps,
+                     const trace::Timeline& predicted, const TrainReportOptions& options) {
+  const auto write = [&](const std::optional<std::string>& path, const trace::Timeline& drawn,
+                         const auto& render) {
     if (!path) return;
-    write_file_atomically(*path, render(measured));
+    write_file_atomically(*path, render(drawn));
     write_file_atomically(predicted_path(*path), render(predicted));
   };
-  write(options.trace_path, [](const trace::Timeline& t) { return trace::chrome_trace(t).dump(); });
-  write(options.svg_path, [](const trace::Timeline& t) { return trace::svg_gantt(t); });
-  write(options.timeline_path,
+  const trace::Timeline& drawn = measured_steps ? *measured_steps : measured;
+  write(options.trace_path, drawn,
+        [](const trace::Timeline& t) { return trace::chrome_trace(t).dump(); });
+  write(options.svg_path, drawn, [&](const trace::Timeline& t) {
+    if (&t != measured_steps) return trace::svg_gantt(t);
+    return trace::svg_gantt(t.title,
+                            "one step after another, " + format_duration(t.end_time()) + " in all",
+                            {{"", &t}});
+  });
+  write(options.timeline_path, measured,
         [](const trace::Timeline& t) { return trace::timeline_to_json(t).dump(); });
 }
 
@@ -162,7 +172,9 @@ nlohmann::json report_prediction(const runtime::TrainRecord& record, const plan:
     auto predicted_timeline = simulation.output.timeline;
     predicted_timeline.title =
         fmt::format("{} on {} (predicted)", model.config().name, cluster.name());
-    write_timelines(*record.measured_timeline, predicted_timeline, options);
+    write_timelines(*record.measured_timeline,
+                    record.measured_steps ? &*record.measured_steps : nullptr, predicted_timeline,
+                    options);
     // What is left when the run's own op times stand in for the profiles': the error of
     // the schedule and communication model alone.
     const sim::MeasuredComputes compute = sim::measured_compute(plan, *record.measured_timeline);
@@ -228,6 +240,7 @@ nlohmann::json training_summary(const runtime::TrainRecord& record,
                          {"steps", steps},
                          {"files", files}};
   if (record.measured_timeline) summary["traced_step"] = record.traced_step;
+  if (record.measured_steps) summary["first_traced_step"] = record.first_traced_step;
   if (!prediction.is_null()) summary["prediction"] = std::move(prediction);
   return summary;
 }

@@ -32,6 +32,10 @@ struct TrainRecord {
   // Rank 0, when the traced step ran: what every process did in it, one track per rank.
   std::optional<trace::Timeline> measured_timeline;
   int64_t traced_step = -1;  // counted from 0
+  // Rank 0, with trace_steps > 1: those steps one after another, each process's steps on
+  // its own clock (from when the first of them began).
+  std::optional<trace::Timeline> measured_steps;
+  int64_t first_traced_step = -1;
 };
 
 // Called on rank 0 only, at the moments named; every default does nothing.

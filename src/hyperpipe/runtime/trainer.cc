@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <deque>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -71,15 +73,15 @@ int64_t median_step(const std::deque<std::pair<StepResult, int64_t>>& recent, in
 }
 
 // Rank 0 gathers every rank's track of the traced step into one timeline.
+// Every rank's track under `key`/RANK in the store, one per rank, named after its role.
 trace::Timeline gather_timeline(Communicator& communicator, const RankLayout& layout,
-                                const model::Model& model, const cluster::Cluster& cluster,
-                                int64_t traced_step) {
+                                const cluster::Cluster& cluster, const std::string& key,
+                                std::string title) {
   trace::Timeline timeline;
-  timeline.title = fmt::format("{} on {}: step {} (measured)", model.config().name, cluster.name(),
-                               traced_step + 1);
+  timeline.title = std::move(title);
   for (int r = 0; r < layout.world_size(); ++r) {
     auto track = trace::track_from_json(
-        nlohmann::json::parse(communicator.store_get(fmt::format("track/{}", r))));
+        nlohmann::json::parse(communicator.store_get(fmt::format("{}/{}", key, r))));
     const auto& other = layout.role(r);
     track.name = fmt::format(
         "rank {}: {}group {} dp {}{} ({})", r,
@@ -90,6 +92,46 @@ trace::Timeline gather_timeline(Communicator& communicator, const RankLayout& la
     timeline.tracks.push_back(std::move(track));
   }
   return timeline;
+}
+
+// The steps drawn together (--trace-steps): the given step and those after it, else the
+// run's last; [first, end).
+struct StepWindow {
+  int64_t first = 0;
+  int64_t end = 0;
+  bool holds(int64_t step) const { return step >= first && step < end; }
+};
+
+StepWindow step_window(const TrainOptions& options, int64_t first_step) {
+  if (options.trace_steps <= 1) return {};
+  const int64_t first = options.trace_step
+                            ? std::max(*options.trace_step, first_step)
+                            : std::max(first_step, options.steps - options.trace_steps);
+  return {first, std::min(options.steps, first + options.trace_steps)};
+}
+
+// One rank's steps as one track: each step's intervals moved by when it began after the
+// window's first step (this process's clock, as each step's own times are).
+trace::Track join_steps(const std::vector<std::pair<trace::Track, double>>& steps) {
+  trace::Track joined;
+  for (const auto& [track, began] : steps) {
+    const double offset = began - steps.front().second;
+    for (auto [from, to] : {std::pair{&track.compute, &joined.compute},
+                            std::pair{&track.communication, &joined.communication}}) {
+      for (auto interval : *from) {
+        interval.start += offset;
+        interval.end += offset;
+        to->push_back(std::move(interval));
+      }
+    }
+    for (auto sample : track.memory) {
+      sample.time += offset;
+      joined.memory.push_back(sample);
+    }
+    joined.ops.insert(joined.ops.end(), track.ops.begin(), track.ops.end());
+  }
+  if (!steps.empty()) joined.static_bytes = steps.front().first.static_bytes;
+  return joined;
 }
 
 // The steps, once everything is checked and the processes have met.
@@ -122,13 +164,19 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
              role.tp, role.device, cluster.device_type(role.device).name, executor_options.speed);
 
   int64_t trace_step = options.trace_step.value_or(options.steps - 1);
+  const StepWindow window = step_window(options, record.first_step);
+  std::vector<std::pair<trace::Track, double>> window_tracks;  // each with when it began
+  const auto run_began = std::chrono::steady_clock::now();
   std::deque<std::pair<StepResult, int64_t>> recent;  // the last steps' results, their steps
   const auto send_track = [&](const trace::Track& track) {
     communicator.store_set(fmt::format("track/{}", rendezvous.rank),
                            trace::track_to_json(track).dump());
   };
   for (int64_t step = record.first_step; step < options.steps; ++step) {
+    const double began =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - run_began).count();
     const StepResult result = executor.step(step);
+    if (window.holds(step)) window_tracks.emplace_back(result.track, began);
     const StepRecord step_record{step,           result.loss,       result.grad_norm,
                                  result.seconds, result.loss_scale, result.skipped};
     record.steps.push_back(step_record);
@@ -171,8 +219,22 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
   }
   const bool traced = trace_step >= record.first_step && trace_step < options.steps;
   if (record.reporter && traced) {
-    record.measured_timeline = gather_timeline(communicator, layout, model, cluster, trace_step);
+    record.measured_timeline =
+        gather_timeline(communicator, layout, cluster, "track",
+                        fmt::format("{} on {}: step {} (measured)", model.config().name,
+                                    cluster.name(), trace_step + 1));
     record.traced_step = trace_step;
+  }
+  if (!window_tracks.empty()) {
+    communicator.store_set(fmt::format("steps/{}", rendezvous.rank),
+                           trace::track_to_json(join_steps(window_tracks)).dump());
+    if (record.reporter) {
+      record.measured_steps = gather_timeline(
+          communicator, layout, cluster, "steps",
+          fmt::format("{} on {}: steps {}–{} (measured)", model.config().name, cluster.name(),
+                      window.first + 1, window.first + static_cast<int64_t>(window_tracks.size())));
+      record.first_traced_step = window.first;
+    }
   }
   // Done: a store that goes away now is the end of the run, not a failure.
   communicator.stop_watchdog();

@@ -41,6 +41,9 @@ struct TrainOptions {
   // The step whose timeline rank 0 gathers (default: the median of the last 32 by rank 0's
   // time, the run's first left out).
   std::optional<int64_t> trace_step;
+  // Steps drawn together by --trace and --svg: from trace_step (else the run's last this
+  // many); 1: the traced step alone.
+  int64_t trace_steps = 1;
   std::optional<std::string> checkpoint_dir;
   int64_t checkpoint_every = 0;  // steps; 0: only at the end (when a directory is given)
   bool resume = false;
