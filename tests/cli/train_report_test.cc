@@ -54,6 +54,19 @@ TEST(TrainProgress, PrintsAStepLineAndKeepsTheMetricsAtEachCheckpoint) {
   std::filesystem::remove(metrics);
 }
 
+// Start-up before the first step: who joined, then this process's layers as they are
+// built; off a terminal the layers' line comes at most every two seconds and at the end.
+TEST(TrainProgress, StartUpSaysWhoJoinedAndHowFarTheLayersAre) {
+  std::ostringstream out;
+  TrainProgress progress(TrainReportOptions{}, out);
+  progress.joined(3, 1.3);
+  for (int built = 1; built <= 4; ++built) progress.layer_built(built, 4);
+  EXPECT_NE(out.str().find("3 processes joined in 1.3 s\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("]  4/4 of this process's layers built\n"), std::string::npos)
+      << out.str();
+  EXPECT_EQ(out.str().find(" 2/4 "), std::string::npos) << out.str();
+}
+
 TEST(TrainProgress, AResumedRunKeepsTheStepsBeforeItsCheckpoint) {
   const std::string metrics = hyperpipe::testing::write_temp_file(
       "resumed-metrics.jsonl",

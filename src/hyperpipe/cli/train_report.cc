@@ -19,6 +19,12 @@
 #include "hyperpipe/trace/timeline_json.h"
 
 namespace hyperpipe::cli {
+namespace {
+
+// Off a terminal, start-up progress prints at most one line this often.
+constexpr double kQuietSeconds = 2;
+
+}  // namespace
 
 std::string predicted_path(const std::string& path) {
   const std::filesystem::path p(path);
@@ -32,6 +38,28 @@ std::string format_eta(double seconds) {
 
 TrainProgress::TrainProgress(TrainReportOptions options, std::ostream& out)
     : options_(std::move(options)), out_(out) {}
+
+void TrainProgress::joined(int processes, double seconds) {
+  out_ << fmt::format("{} process{} joined in {:.1f} s\n", processes, processes == 1 ? "" : "es",
+                      seconds)
+       << std::flush;
+}
+
+void TrainProgress::layer_built(int built, int total) {
+  const bool terminal = is_terminal(out_);
+  if (!building_) {
+    building_.emplace(out_, terminal);
+    last_line_ = std::chrono::steady_clock::now();
+  }
+  // Off a terminal (a log, the launcher's pipe) a line at most every kQuietSeconds.
+  const auto now = std::chrono::steady_clock::now();
+  const bool due = std::chrono::duration<double>(now - last_line_).count() >= kQuietSeconds;
+  if (terminal || due || built == total) {
+    building_->update(built, total, "of this process's layers built");
+    last_line_ = now;
+  }
+  if (built == total) building_->finish();
+}
 
 void TrainProgress::started(const std::optional<std::string>& checkpoint, int64_t steps_done) {
   first_step_ = steps_done;

@@ -5,6 +5,7 @@
 // plain records (runtime/train_record.h).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "hyperpipe/cli/progress_line.h"
 #include "hyperpipe/cluster/cluster.h"
 #include "hyperpipe/cost/profile_db.h"
 #include "hyperpipe/model/model.h"
@@ -45,6 +47,8 @@ class TrainProgress : public runtime::TrainObserver {
  public:
   TrainProgress(TrainReportOptions options, std::ostream& out);
 
+  void joined(int processes, double seconds) override;
+  void layer_built(int built, int total) override;
   void started(const std::optional<std::string>& checkpoint, int64_t steps_done) override;
   void step_done(const runtime::StepRecord& step) override;
   void checkpoint_saved(int64_t steps_done) override;
@@ -59,6 +63,9 @@ class TrainProgress : public runtime::TrainObserver {
   std::vector<nlohmann::json> metrics_;  // resumed steps' first
   int64_t first_step_ = 0;
   double total_seconds_ = 0;
+  // Start-up: the layers built, redrawn on a terminal, else a line now and then.
+  std::optional<ProgressLine> building_;
+  std::chrono::steady_clock::time_point last_line_;
 };
 
 // "run/measured.svg" → "run/measured.predicted.svg".

@@ -99,10 +99,20 @@ Executor::Executor(const model::Model& model, const plan::Plan& plan, const Rank
   }
   std::vector<torch::Tensor> parameters;
   std::vector<std::vector<torch::Tensor>> chunk_parameters;
+  int layers = 0;
+  for (int c = 0; c < pipeline.chunks; ++c) {
+    const auto& stage = pipeline.stages[stage_of(c)];
+    layers += stage.end_layer - stage.first_layer;
+  }
+  int built = 0;
+  const std::function<void()> layer_built = [&] {
+    if (options.layer_built) options.layer_built(++built, layers);
+  };
   for (int c = 0; c < pipeline.chunks; ++c) {
     const auto& stage = pipeline.stages[stage_of(c)];
     chunks_.push_back(std::make_shared<StageModule>(model, stage.first_layer, stage.end_layer,
-                                                    options.seed, shard, stage.recompute));
+                                                    options.seed, shard, stage.recompute,
+                                                    layer_built));
     chunks_.back()->to(options.device);
     chunk_parameters.push_back(chunks_.back()->parameters());
     for (const auto& p : chunk_parameters.back()) parameters.push_back(p);

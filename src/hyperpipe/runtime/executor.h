@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,6 +47,9 @@ struct ExecutorOptions {
   torch::ScalarType dtype = torch::kFloat;
   // Dynamic loss scaling (fp16's, but any dtype may ask for it).
   std::optional<LossScaling> loss_scaling;
+  // Where given, hears of each of this process's layers as it is built, with how many
+  // there are (start-up can take minutes on a big model).
+  std::function<void(int built, int total)> layer_built;
 };
 
 struct StepResult {

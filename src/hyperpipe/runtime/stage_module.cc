@@ -5,7 +5,8 @@
 namespace hyperpipe::runtime {
 
 StageModule::StageModule(const model::Model& model, int first_layer, int end_layer, uint64_t seed,
-                         const TensorShard& shard, model::Recompute recompute)
+                         const TensorShard& shard, model::Recompute recompute,
+                         const std::function<void()>& layer_built)
     : first_(first_layer),
       end_(end_layer),
       layers_(model.num_layers()),
@@ -14,6 +15,7 @@ StageModule::StageModule(const model::Model& model, int first_layer, int end_lay
   for (int l = first_; l < end_; ++l) {
     chain_.push_back(make_layer(model.layers().at(l), model.config(), seed, shard, recompute));
     register_module("layer" + std::to_string(l), chain_.back());
+    if (layer_built) layer_built();
   }
 }
 

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,8 +20,10 @@ class StageModule : public torch::nn::Module {
  public:
   // `shard`: this rank's share of each layer under tensor parallelism; `recompute`: what
   // its blocks rerun in the backward instead of keeping (layers.h).
+  // `layer_built`, where given, hears of each layer as it is made (start-up progress).
   StageModule(const model::Model& model, int first_layer, int end_layer, uint64_t seed,
-              const TensorShard& shard = {}, model::Recompute recompute = model::Recompute::none);
+              const TensorShard& shard = {}, model::Recompute recompute = model::Recompute::none,
+              const std::function<void()>& layer_built = {});
 
   // Token ids [b, s] when the stage holds the embedding, else hidden states [b, s, h];
   // returns hidden states, or logits [b, s, vocab] when it holds the head (the shard's

@@ -42,6 +42,10 @@ struct TrainRecord {
 class TrainObserver {
  public:
   virtual ~TrainObserver() = default;
+  // Start-up, in this order. Every process has joined, after `seconds` of waiting.
+  virtual void joined(int /*processes*/, double /*seconds*/) {}
+  // Rank 0's own layers as they are built: `built` of `total`.
+  virtual void layer_built(int /*built*/, int /*total*/) {}
   // Before the first step: the checkpoint resumed from (and its steps), if any.
   virtual void started(const std::optional<std::string>& /*checkpoint*/, int64_t /*steps_done*/) {}
   virtual void step_done(const StepRecord& /*step*/) {}

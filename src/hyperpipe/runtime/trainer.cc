@@ -143,7 +143,13 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
                          const RunIdentity& identity, const ExecutorOptions& executor_options,
                          Communicator& communicator, TrainObserver& observer) {
   const ProcessRole& role = layout.role(rendezvous.rank);
-  Executor executor(model, plan, layout, communicator, data, executor_options);
+  ExecutorOptions settings = executor_options;
+  if (rendezvous.rank == 0) {
+    settings.layer_built = [&observer](int built, int total) {
+      observer.layer_built(built, total);
+    };
+  }
+  Executor executor(model, plan, layout, communicator, data, settings);
   TrainRecord record;
   record.reporter = rendezvous.rank == 0;
   if (checkpoint) {
@@ -404,7 +410,13 @@ TrainRecord train(const TrainOptions& options, TrainObserver& observer) {
         "export the same secret on every host (hyperpipe launch sets one itself)",
         kJobTokenVariable, rendezvous.port);
   }
+  const auto joining = std::chrono::steady_clock::now();
   const auto communicator = connect(rendezvous, settings.device, options.timeout);
+  if (rendezvous.rank == 0) {
+    observer.joined(
+        rendezvous.world_size,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - joining).count());
+  }
   // A failure anywhere ends this process too, with the report that names it.
   communicator->start_watchdog([](const std::string& message) {
     log().error("{}", message);
