@@ -56,8 +56,9 @@ LaunchedRun launch_run(const std::string& name, const std::string& plan_body,
   const std::string dir = prepare(name, kTinyGpt, plan_body);
   const int code = run_command(fmt::format(
       "{} launch --plan {}/plan.json --data {} --steps {} --seed {} --lr {} --checkpoint-dir "
-      "{}/checkpoints --metrics {}/metrics.jsonl --timeout 30 --device {} {} > {}/log.txt 2>&1",
-      kBinary, dir, kCorpus, steps, kSeed, kLearningRate, dir, dir, test_device(), options, dir));
+      "{}/checkpoints --metrics {}/metrics.jsonl --timeout 30 {} {} > {}/log.txt 2>&1",
+      kBinary, dir, kCorpus, steps, kSeed, kLearningRate, dir, dir, device_options(), options,
+      dir));
   LaunchedRun run{metric_losses(dir), checkpoint_weights(dir), metric_lines(dir),
                   slurp(dir + "/log.txt")};
   EXPECT_EQ(code, expected_code) << run.log;

@@ -68,11 +68,13 @@ inline std::vector<double> metric_losses(const std::string& dir) {
   return losses;
 }
 
-// The device the multi-process runs train on: HYPERPIPE_TEST_DEVICE (scripts/gpu-check.sh
-// sets cuda where a machine has a GPU per rank), else the CPU.
-inline std::string test_device() {
+// The options for the device the multi-process runs train on: HYPERPIPE_TEST_DEVICE
+// (scripts/gpu-check.sh sets cuda where a machine has a GPU per rank), else the CPU. The
+// test plans name a100x8's types whatever GPUs run them: no placement check on CUDA.
+inline std::string device_options() {
   const char* device = std::getenv("HYPERPIPE_TEST_DEVICE");
-  return device && *device ? device : "cpu";
+  const std::string name = device && *device ? device : "cpu";
+  return "--device " + name + (name == "cpu" ? "" : " --no-placement-check");
 }
 
 inline int run_command(const std::string& command) {

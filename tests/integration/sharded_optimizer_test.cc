@@ -35,9 +35,9 @@ ShardedRun launch_run(const std::string& name, const std::string& plan_body,
   const std::string dir = prepare(name, kTinyGpt, plan_body);
   const int code = run_command(fmt::format(
       "{} launch --plan {}/plan.json --data {} --steps {} --seed 5 --lr 3e-3 --checkpoint-dir "
-      "{}/checkpoints --metrics {}/metrics.jsonl --timeout 30 --dtype {} --device {} > "
+      "{}/checkpoints --metrics {}/metrics.jsonl --timeout 30 --dtype {} {} > "
       "{}/log.txt 2>&1",
-      kBinary, dir, kCorpus, kSteps, dir, dir, dtype, test_device(), dir));
+      kBinary, dir, kCorpus, kSteps, dir, dir, dtype, device_options(), dir));
   EXPECT_EQ(code, 0) << slurp(dir + "/log.txt");
   return {metric_losses(dir), checkpoint_weights(dir)};
 }

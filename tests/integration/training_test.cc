@@ -64,8 +64,8 @@ struct TrainedRun {
 std::string common_options(const std::string& dir, int steps) {
   return fmt::format(
       " --data {} --steps {} --seed {} --lr {} --checkpoint-dir {}/checkpoints --metrics "
-      "{}/metrics.jsonl --timeline {}/measured.json --timeout 30 --dtype fp64 --device {}",
-      kCorpus, steps, kSeed, kLearningRate, dir, dir, dir, test_device());
+      "{}/metrics.jsonl --timeline {}/measured.json --timeout 30 --dtype fp64 {}",
+      kCorpus, steps, kSeed, kLearningRate, dir, dir, dir, device_options());
 }
 
 // The plan's processes through `hyperpipe launch`, with `extra` options.

@@ -97,6 +97,10 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->add_flag("--resume", options->resume,
                     "Continue from the last complete checkpoint in --checkpoint-dir (of the "
                     "same model, seed and data)");
+  auto no_placement_check = std::make_shared<bool>(false);
+  command->add_flag("--no-placement-check", *no_placement_check,
+                    "Start even where a process's CUDA device is not of its stage's GPU type, "
+                    "or the processes of one node of the cluster file run on several hosts");
   command->add_flag("--overwrite", options->overwrite,
                     "Replace the checkpoints an earlier run left in --checkpoint-dir");
   add_format_option(*command, *format);
@@ -109,7 +113,8 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "  torchrun --nproc-per-node 3 --no-python hyperpipe train --plan plan.json --data "
       "corpus.txt");
   command->callback([options, report, profiles_path, timeout_seconds, seed, check_only, format,
-                     &out, &err] {
+                     no_placement_check, &out, &err] {
+    options->check_placement = !*no_placement_check;
     options->seed = static_cast<uint64_t>(*seed);
     options->data_seed = static_cast<uint64_t>(*seed);
     options->timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout_seconds * 1000.0));

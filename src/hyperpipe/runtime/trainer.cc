@@ -16,6 +16,7 @@
 #include "hyperpipe/plan/plan_json.h"
 #include "hyperpipe/runtime/checkpoint.h"
 #include "hyperpipe/runtime/checkpoint_directory.h"
+#include "hyperpipe/runtime/device_check.h"
 #include "hyperpipe/runtime/executor.h"
 #include "hyperpipe/runtime/host_memory.h"
 #include "hyperpipe/runtime/mixed_precision.h"
@@ -316,14 +317,18 @@ struct CheckedRun : CheckedInputs {
 
   explicit CheckedRun(const TrainOptions& options)
       : CheckedInputs(options), rendezvous(rendezvous_from()) {
-    require_device_support(*this, device_for(options.device, rendezvous.local_rank),
-                           options.plan_path);
+    const torch::Device device = device_for(options.device, rendezvous.local_rank);
+    require_device_support(*this, device, options.plan_path);
     if (rendezvous.world_size != layout.world_size()) {
       throw InputError(
           options.plan_path, "stages",
           fmt::format("{} processes, one per device of the plan; the launcher ({}) "
                       "started {}",
                       layout.world_size(), rendezvous.launcher, rendezvous.world_size));
+    }
+    if (options.check_placement) {
+      require_planned_device(device, checked.cluster, layout.role(rendezvous.rank).device,
+                             rendezvous.rank, options.plan_path);
     }
   }
 };
@@ -416,6 +421,9 @@ TrainRecord train(const TrainOptions& options, TrainObserver& observer) {
     observer.joined(
         rendezvous.world_size,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - joining).count());
+  }
+  if (options.check_placement) {
+    require_one_host_per_node(*communicator, run.layout, cluster, options.plan_path);
   }
   // A failure anywhere ends this process too, with the report that names it.
   communicator->start_watchdog([](const std::string& message) {

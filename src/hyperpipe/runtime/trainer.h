@@ -49,6 +49,8 @@ struct TrainOptions {
   bool resume = false;
   // Replace the checkpoints of an earlier run in checkpoint_dir (else a new run refuses it).
   bool overwrite = false;
+  // Refuse to start where a process is not where the plan put it (device_check.h).
+  bool check_placement = true;
 };
 
 // What a run trains in: `requested` (--dtype: fp32, fp64, bf16, fp16) where given, else
