@@ -1,8 +1,15 @@
 // Rank 0's rendezvous store listens where anyone on the network may reach it (libtorch
 // 1.13's TCPStore binds every interface). What the run reads there lives under the job's
 // secret, so an outsider who writes the keys a run once read stops nothing.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <thread>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "hyperpipe/launch/process_launcher.h"
@@ -41,6 +48,45 @@ TEST(RendezvousStore, AnOutsiderCannotStopTheRun) {
   EXPECT_EQ(code, 0) << log;
   EXPECT_EQ(log.find("owned you"), std::string::npos) << log;
   EXPECT_NE(log.find("step 40/40"), std::string::npos) << log;
+}
+
+// A store host that takes connections and drops them (rank 0 gone while the others join):
+// the joining rank says which it is and where it was joining, not "internal error".
+TEST(RendezvousStore, ARankWhoseStoreGoesWhileJoiningNamesItself) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;  // any free port
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(listener, 8), 0);
+  socklen_t length = sizeof address;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  const int port = ntohs(address.sin_port);
+  std::atomic<bool> done{false};
+  std::thread dropper([&] {
+    while (!done) {
+      pollfd ready{listener, POLLIN, 0};
+      if (poll(&ready, 1, 100) > 0) close(accept(listener, nullptr, nullptr));
+    }
+  });
+  const std::string dir = prepare("dropped-store", kTinyGpt, kThreeStages);
+  const pid_t worker =
+      start_worker(dir + "/plan.json", 1, 3, port,
+                   fmt::format("--data {} --steps 1 --timeout 5", kCorpus), dir + "/log.txt");
+  const int code = wait_for(worker, 60);
+  if (code < 0) kill(worker, SIGKILL);
+  done = true;
+  dropper.join();
+  close(listener);
+  const std::string log = slurp(dir + "/log.txt");
+  EXPECT_EQ(code, 1) << log;
+  EXPECT_NE(
+      log.find(fmt::format("rank 1: joining the run at 127.0.0.1:{} (3 processes) failed: ", port)),
+      std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("internal error"), std::string::npos) << log;
 }
 
 }  // namespace

@@ -109,10 +109,20 @@ class C10dCommunicator final : public Communicator {
       world_group_ =
           make_group(c10::make_intrusive<c10d::PrefixStore>("world", store_), rank_, world_);
     } catch (const c10::Error& error) {
-      throw CommunicationError(
-          fmt::format("rank {}: joining the run at {}:{} ({} processes) failed: {}", rank_,
-                      rendezvous.address, rendezvous.port, world_, error.what_without_backtrace()));
+      throw CommunicationError(joining_failed(error.what_without_backtrace()));
+    } catch (const std::runtime_error& error) {
+      // The store's sockets fail with std::system_error ("Broken pipe", "Connection reset
+      // by peer") when its host, rank 0, goes while this rank joins.
+      if (dynamic_cast<const CommunicationError*>(&error)) throw;
+      throw CommunicationError(joining_failed(error.what()));
     }
+  }
+
+  std::string joining_failed(const std::string& why) const {
+    return fmt::format(
+        "rank {}: joining the run at {}:{} ({} processes) failed: {} (rank 0, which holds the "
+        "rendezvous store there, stopped or is not a HyperPipe run)",
+        rank_, address_, port_, world_, why);
   }
 
   // Announces this rank and waits up to the timeout for every other; names those missing.
@@ -362,20 +372,33 @@ class C10dCommunicator final : public Communicator {
   }
 
   void store_set(const std::string& key, const std::string& value) override {
-    store_->set(key, std::vector<uint8_t>(value.begin(), value.end()));
+    in_store(fmt::format("setting '{}' in the rendezvous store", key),
+             [&] { store_->set(key, std::vector<uint8_t>(value.begin(), value.end())); });
   }
 
   std::string store_get(const std::string& key) override {
-    try {
+    return in_store(fmt::format("waiting for '{}' in the rendezvous store", key), [&] {
       const auto bytes = store_->get(key);
       return std::string(bytes.begin(), bytes.end());
-    } catch (const c10::Error& error) {
-      throw CommunicationError(fmt::format("rank {}: waiting for '{}' in the rendezvous store: {}",
-                                           rank_, key, error.what_without_backtrace()));
-    }
+    });
   }
 
  private:
+  // A store operation whose failure (c10's, or its socket's std::system_error) becomes a
+  // CommunicationError naming this rank and what it was doing.
+  template <typename Operation>
+  auto in_store(const std::string& what, const Operation& operation) -> decltype(operation()) {
+    try {
+      return operation();
+    } catch (const c10::Error& error) {
+      throw CommunicationError(
+          fmt::format("rank {}: {}: {}", rank_, what, error.what_without_backtrace()));
+    } catch (const std::runtime_error& error) {
+      if (dynamic_cast<const CommunicationError*>(&error)) throw;
+      throw CommunicationError(fmt::format("rank {}: {}: {}", rank_, what, error.what()));
+    }
+  }
+
   template <typename Start>
   std::unique_ptr<Pending> start(const std::string& description, torch::Tensor tensor,
                                  const Start& launch) {
