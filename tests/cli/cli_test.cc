@@ -1,4 +1,5 @@
 // The `hyperpipe` binary as a user runs it: output, JSON, exit codes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include "cli/cli_run.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/plan/plan.h"
 #include "hyperpipe/sim/plan_simulation.h"
 #include "hyperpipe/trace/timeline_json.h"
 #include "test_files.h"
@@ -196,6 +198,32 @@ TEST(Cli, SimulateTheExamplePlanWritesTraceAndSvg) {
   const auto chrome = nlohmann::json::parse(slurp(trace));
   EXPECT_GT(chrome["traceEvents"].size(), 4u * 32u);
   EXPECT_EQ(slurp(svg).rfind("<svg", 0), 0u);
+}
+
+// One layer numbering wherever a person reads it: tables print a stage's layers as the
+// plan file stores them, [first, end) along the chain, and say so; JSON says so too.
+TEST(Cli, TablesAndJsonPrintLayerRangesAsPlanFilesStoreThem) {
+  const std::string plan = kExamples + "/plans/gpt3-2.7b-4stage.json";
+  const auto stored = hyperpipe::plan::load_plan(plan);
+  const Result table = run("simulate --plan " + plan);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  for (const auto& stage : stored.stages) {
+    EXPECT_NE(table.out.find(fmt::format("[{}, {})", stage.first_layer, stage.end_layer)),
+              std::string::npos)
+        << table.out;
+  }
+  EXPECT_NE(table.out.find("Layers [first, end) of the chain: 0 the embedding, 1 to 32 the "
+                           "blocks, 33 the head, as in plan files"),
+            std::string::npos)
+      << table.out;
+  const auto json = nlohmann::json::parse(run("simulate --plan " + plan + " --format json").out);
+  EXPECT_EQ(json["stages"][1]["layers"],
+            nlohmann::json::array({stored.stages[1].first_layer, stored.stages[1].end_layer}));
+  EXPECT_NE(json["layer_numbering"].get<std::string>().find("[first, end)"), std::string::npos);
+  const Result described = run("describe --model " + kExamples + "/models/tiny-gpt.yaml");
+  EXPECT_NE(described.out.find("block      [1, 7)"), std::string::npos) << described.out;
+  const auto planned = nlohmann::json::parse(run("plan --global-batch 64 --format json").out);
+  EXPECT_EQ(planned["report"]["layer_numbering"], json["layer_numbering"]);
 }
 
 TEST(Cli, SimulateTwoPipelinesSideBySide) {

@@ -49,6 +49,7 @@ json model_json(const model::Model& model, const model::Workload& work) {
           {"seq_len", c.seq_len},
           {"tied_embeddings", c.tied_embeddings},
           {"total_params", model.total_params()},
+          {"layer_numbering", plan::kLayerNumbering},
           {"layers", layers}};
 }
 
@@ -248,15 +249,18 @@ void print_describe_tables(const json& report, std::ostream& out) {
                      w["recompute"].get<std::string>());
 
   // Decoder blocks are identical: one row stands for all of them.
-  Table layers({"Layer", ">Count", ">Params", ">Fwd", ">Bwd-input", ">Bwd-weight", ">Act none",
-                ">Act selective", ">Act full", ">Output"});
+  Table layers({"Layer", "Chain", ">Count", ">Params", ">Fwd", ">Bwd-input", ">Bwd-weight",
+                ">Act none", ">Act selective", ">Act full", ">Output"});
   const json& all = m["layers"];
+  const int blocks = static_cast<int>(m["blocks"].get<int64_t>());
   for (size_t i = 0; i < all.size(); ++i) {
     const json& layer = all[i];
     const bool block = layer["kind"] == "decoder_block";
     if (block && i > 1) continue;
     const json& act = layer["activation_bytes"];
+    const int index = layer["index"].get<int>();
     layers.add_row({block ? "block" : layer["name"].get<std::string>(),
+                    plan::format_layers(index, index + (block ? blocks : 1)),
                     block ? std::to_string(m["blocks"].get<int64_t>()) : "1",
                     format_count(layer["params"].get<double>()),
                     format_flops(layer["forward_flops"].get<double>()),
@@ -268,6 +272,7 @@ void print_describe_tables(const json& report, std::ostream& out) {
                     format_bytes(layer["output_bytes"].get<double>())});
   }
   layers.print(out, "  ");
+  out << "  " << plan::layer_numbering_note(static_cast<int>(all.size())) << '\n';
 
   const json& c = report["cluster"];
   out << fmt::format("\nCluster {}: {} GPUs in {} nodes, {} island(s)\n",

@@ -90,7 +90,7 @@ void print_pipeline(const planner::ScoredPlan& scored, int p, std::ostream& out)
     const int rank = sim.first_rank[p] + report.rank;
     table.add_row({std::to_string(s), report.gpu_type, plan::format_devices(stage.devices),
                    fmt::format("{}×{}", stage.dp, stage.tp),
-                   fmt::format("{}-{}", stage.first_layer, stage.end_layer - 1),
+                   plan::format_layers(stage.first_layer, stage.end_layer),
                    std::string(model::to_string(stage.recompute)),
                    format_duration(report.compute.total()),
                    format_bytes(sim.output.ranks[rank].peak_memory_bytes),
@@ -133,6 +133,7 @@ void print_plan(const planner::ScoredPlan& scored, const std::string& model,
       print_pipeline(scored, p, out);
     }
   }
+  out << "  " << plan::layer_numbering_note(plan.pipeline(0).stages.back().end_layer) << '\n';
   out << fmt::format(
       "  Predicted iteration {}: {} tokens/s, {} per {} over {} {}, bubble {:.1f}%\n",
       format_duration(sim.output.iteration_time), format_count(sim.tokens_per_s),

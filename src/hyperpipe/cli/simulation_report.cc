@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "hyperpipe/cli/table.h"
 #include "hyperpipe/common/quantity.h"
+#include "hyperpipe/plan/plan.h"
 
 namespace hyperpipe::cli {
 
@@ -69,6 +72,7 @@ json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simula
           {"micro_batch_size", plan.micro_batch_size},
           {"micro_batches", plan.micro_batches},
           {"pipelines", pipelines},
+          {"layer_numbering", plan::kLayerNumbering},
           {"global_batch", plan.global_batch()},
           {"seq_len", seq_len},
           {"devices", simulation.devices},
@@ -131,7 +135,7 @@ void print_simulation_tables(const json& report, std::ostream& out) {
         stage["gpu_type"],
         plan::format_devices(devices.get<std::vector<int>>()),
         fmt::format("{}×{}", stage["dp"].get<int>(), stage["tp"].get<int>()),
-        fmt::format("{}-{}", stage["layers"][0].get<int>(), stage["layers"][1].get<int>() - 1),
+        plan::format_layers(stage["layers"][0].get<int>(), stage["layers"][1].get<int>()),
         format_duration(stage["forward_s"].get<double>()),
         format_duration(stage["backward_input_s"].get<double>() +
                         stage["recompute_s"].get<double>()),
@@ -141,7 +145,11 @@ void print_simulation_tables(const json& report, std::ostream& out) {
     stages.add_row(row);
   }
   stages.print(out, "  ");
-  out << '\n';
+  int chain_layers = 0;
+  for (const auto& stage : report["stages"]) {
+    chain_layers = std::max(chain_layers, stage["layers"][1].get<int>());
+  }
+  out << "  " << plan::layer_numbering_note(chain_layers) << "\n\n";
   std::vector<std::string> rank_headers{
       "Device group", ">Busy",      ">Bubble",      ">Comm wait", ">All-reduce",
       ">Optimizer",   ">In flight", ">Peak memory", ">Capacity",  ""};

@@ -209,6 +209,17 @@ std::vector<int> devices_in_rank_order(const Plan& plan) {
   return devices;
 }
 
+std::string format_layers(int first_layer, int end_layer) {
+  return fmt::format("[{}, {})", first_layer, end_layer);
+}
+
+std::string layer_numbering_note(int chain_layers) {
+  return fmt::format(
+      "Layers [first, end) of the chain: 0 the embedding, 1 to {} the blocks, {} the head, as in "
+      "plan files",
+      chain_layers - 2, chain_layers - 1);
+}
+
 std::string format_devices(const std::vector<int>& devices) {
   std::vector<int> sorted = devices;
   std::sort(sorted.begin(), sorted.end());

@@ -93,6 +93,20 @@ std::vector<int> devices_in_rank_order(const Plan& plan);
 // Device ids as compact text: "0-3,8,12-15".
 std::string format_devices(const std::vector<int>& devices);
 
+// Layers are numbered along the model's chain (0 the embedding, then the blocks, the last
+// the head) and a stage's are the half-open range [first, end), as plan files store them;
+// tables print them so too: "[0, 14)".
+std::string format_layers(int first_layer, int end_layer);
+
+// The numbering, in words, for JSON documents' "layer_numbering".
+inline constexpr const char* kLayerNumbering =
+    "[first, end) along the model's chain: 0 the embedding, then the blocks, the last the head";
+
+// The footnote of a table of stages over a chain of `chain_layers` layers: "Layers
+// [first, end) of the chain: 0 the embedding, 1 to 32 the blocks, 33 the head, as in plan
+// files".
+std::string layer_numbering_note(int chain_layers);
+
 // The plan's model or cluster reference as a path relative to the plan file when such a
 // file exists there; otherwise unchanged (a catalogue or built-in name, or a path from
 // the current directory).

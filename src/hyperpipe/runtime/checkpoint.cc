@@ -14,6 +14,7 @@
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/text_excerpt.h"
+#include "hyperpipe/plan/plan.h"
 
 namespace hyperpipe::runtime {
 namespace {
@@ -288,9 +289,10 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
     }
     for (const auto& item : wanted) {
       if (!loaded.count(item.key())) {
-        throw InputError(manifest_path, "files",
-                         fmt::format("a file holding {} (layers {}-{} of this process)", item.key(),
-                                     chunk->first_layer(), chunk->end_layer() - 1));
+        throw InputError(
+            manifest_path, "files",
+            fmt::format("a file holding {} (layers {} of this process)", item.key(),
+                        plan::format_layers(chunk->first_layer(), chunk->end_layer())));
       }
     }
   }
