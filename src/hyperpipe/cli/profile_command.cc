@@ -5,9 +5,11 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/progress_line.h"
 #include "hyperpipe/cli/table.h"
 #include "hyperpipe/cluster/cluster_loader.h"
@@ -39,7 +41,10 @@ struct ProfileArgs {
   bool keep_cluster_links = false;
   // Only the links, across the hosts of a launcher's run (run_link_profile).
   bool links_only = false;
+  OutputFormat format = OutputFormat::table;
 };
+
+constexpr const char* kProfilingFormat = "hyperpipe.profiling/1";
 
 // The GPU types entries are written for, each with 1 / its speed: the cluster's stand-ins,
 // or the one --as names (1).
@@ -115,7 +120,7 @@ cluster::Link tabled_link(const runtime::LinkProfile& links) {
 // `profile --links` under a launcher: one process per device of the cluster on its own
 // host (a real cluster, or the network lab), device 0 against one device at each
 // distance; rank 0 files each level's table under the cluster.
-void run_link_profile(const ProfileArgs& args, std::ostream& out) {
+nlohmann::json run_link_profile(const ProfileArgs& args, std::ostream& out) {
   if (!args.cluster) throw InputError("--links", "the cluster", "--cluster with --links");
   const auto cluster = cluster::load_cluster(*args.cluster);
   const runtime::Rendezvous rendezvous = runtime::rendezvous_from();
@@ -132,7 +137,7 @@ void run_link_profile(const ProfileArgs& args, std::ostream& out) {
     db = cost::ProfileDb::load(args.out);
   }
   const auto levels = runtime::profile_links_across(rendezvous, cluster, settings);
-  if (rendezvous.rank != 0) return;
+  if (rendezvous.rank != 0) return nullptr;
   if (levels.empty())
     throw InputError("--cluster", *args.cluster, "a cluster of two devices or more");
   cost::MeasuredLinks measured{cluster.name(),
@@ -147,16 +152,17 @@ void run_link_profile(const ProfileArgs& args, std::ostream& out) {
     measured.levels[level] = tabled_link(links);
   }
   db.set_links(measured);
-  write_file_atomically(args.out, cost::to_json(db).dump(2));
+  const nlohmann::json written = cost::to_json(db);
+  write_file_atomically(args.out, written.dump(2));
   out << fmt::format("\n{} link level(s) of {} written to {}\n", levels.size(), cluster.name(),
                      args.out);
+  return {{"format", kProfilingFormat}, {"out", args.out}, {"links", written["links"]}};
 }
 
-void run_profile(const ProfileArgs& args, std::ostream& out) {
-  if (args.links_only) {
-    run_link_profile(args, out);
-    return;
-  }
+// Measures what `args` asks, printing to `out` as it goes; returns the run's
+// "hyperpipe.profiling/1" summary (null on a --links rank other than 0).
+nlohmann::json run_profile(const ProfileArgs& args, std::ostream& out) {
+  if (args.links_only) return run_link_profile(args, out);
   if (!args.model) {
     throw InputError("--model", "",
                      "expected the model to profile (a catalogue name, model YAML or "
@@ -232,18 +238,36 @@ void run_profile(const ProfileArgs& args, std::ostream& out) {
     db.set_links({cluster_name, links.backend, point_to_point, all_reduce, {}});
   }
   db.set_host(host);
-  write_file_atomically(args.out, cost::to_json(db).dump(2));
+  const nlohmann::json whole = cost::to_json(db);
+  write_file_atomically(args.out, whole.dump(2));
   std::string written;
   for (const auto& [type, factor] : types) {
     written += fmt::format("{}{} (× {:.2f})", written.empty() ? "" : ", ", type, factor);
   }
   out << fmt::format("\n{} entries for {} written to {} ({} in all)\n", measured.size(), written,
                      args.out, db.size());
+  cost::ProfileDb this_run;  // what this run measured, in the database's own form
+  for (const auto& entry : measured) this_run.add(entry);
+  nlohmann::json speeds = nlohmann::json::array();
+  for (const auto& device : devices) {
+    speeds.push_back({{"name", device.name}, {"speed", device.speed}});
+  }
+  nlohmann::json summary{{"format", kProfilingFormat},
+                         {"model", model.config().name},
+                         {"host", host},
+                         {"out", args.out},
+                         {"entries_in_all", db.size()},
+                         {"types", speeds},
+                         {"entries", cost::to_json(this_run)["entries"]}};
+  if (whole.contains("links") && args.cluster && second_gpu && !args.keep_cluster_links) {
+    summary["links"] = whole["links"];
+  }
+  return summary;
 }
 
 }  // namespace
 
-void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/) {
+void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto args = std::make_shared<ProfileArgs>();
   CLI::App* command = app.add_subcommand(
       "profile", "Measure each layer kind of a model on this device into a profile database");
@@ -279,12 +303,19 @@ void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& /*err*/
   command->add_option("--threads", args->threads, "Intra-op threads (as each training process)")
       ->default_val(1)
       ->check(CLI::PositiveNumber);
+  add_format_option(*command, args->format);
   command->footer(
+      "With --format json the tables and progress go to stderr and one JSON document "
+      "(hyperpipe.profiling/1) of what was measured to stdout.\n"
       "Examples:\n"
       "  hyperpipe profile --model examples/models/tiny-gpt.yaml --cluster cpu-emulated "
       "--micro-batch 1,2,4,8 --out profiles.json\n"
       "  hyperpipe profile --model llama2-7b --device cuda --as A100-80GB --out profiles.json");
-  command->callback([args, &out] { run_profile(*args, out); });
+  command->callback([args, &out, &err] {
+    const bool json = args->format == OutputFormat::json;
+    const nlohmann::json summary = run_profile(*args, json ? err : out);
+    if (json && !summary.is_null()) out << summary.dump(2) << '\n';
+  });
 }
 
 }  // namespace hyperpipe::cli

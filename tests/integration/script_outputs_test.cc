@@ -1,4 +1,4 @@
-// What a run writes for scripts and viewers. `launch --format json` as a script reads it:
+// What runs write for scripts and viewers. `launch --format json` as a script reads it:
 // stdout is rank 0's one document (hyperpipe.training/1) and nothing else; the step lines
 // and every rank's prefixed output go to stderr; the document's steps are the metrics
 // file's. `--trace-steps` draws several steps one after another.
@@ -13,8 +13,8 @@ namespace {
 
 using namespace integration;
 
-TEST(TrainOutputs, LaunchPrintsOneDocumentOnStdout) {
-  const std::string dir = prepare("train-outputs", kTinyGpt, kTwoStages);
+TEST(ScriptOutputs, LaunchPrintsOneDocumentOnStdout) {
+  const std::string dir = prepare("script-outputs", kTinyGpt, kTwoStages);
   // --format before the command, as a global option: it reaches every worker.
   ASSERT_EQ(run_command(fmt::format("{} --format json launch --plan {}/plan.json --data {} "
                                     "--steps 3 --timeout 20 --metrics {}/metrics.jsonl --timeline "
@@ -50,7 +50,7 @@ TEST(TrainOutputs, LaunchPrintsOneDocumentOnStdout) {
 
 // --trace-steps 2: the trace holds the run's last two steps one after the other, each
 // rank's ops twice, the second step's after the first's; --timeline keeps one step.
-TEST(TrainOutputs, TheTraceHoldsSeveralSteps) {
+TEST(ScriptOutputs, TheTraceHoldsSeveralSteps) {
   const std::string dir = prepare("trace-steps", kTinyGpt, kTwoStages);
   ASSERT_EQ(run_command(fmt::format("{} launch --plan {}/plan.json --data {} --steps 3 "
                                     "--timeout 20 --timeline {}/t.json --trace {}/trace.json "
@@ -77,6 +77,28 @@ TEST(TrainOutputs, TheTraceHoldsSeveralSteps) {
     if (event["name"] == "process_name") title = event["args"]["name"];
   }
   EXPECT_NE(title.find("steps 2–3 (measured)"), std::string::npos) << title;
+}
+
+// profile --format json: stdout is one document of what this run measured, the database
+// written holds the same entries, and the tables went to stderr.
+TEST(ScriptOutputs, ProfilePrintsWhatItMeasured) {
+  const std::string dir = prepare("profile-json", kTinyGpt, kTwoStages);
+  ASSERT_EQ(run_command(fmt::format("{} profile --model {}/model.yaml --as host --micro-batch 1 "
+                                    "--out {}/profiles.json --format json > {}/out.json 2> "
+                                    "{}/err.txt",
+                                    kBinary, dir, dir, dir, dir)),
+            0)
+      << slurp(dir + "/err.txt");
+  const auto doc = nlohmann::json::parse(slurp(dir + "/out.json"));
+  EXPECT_EQ(doc["format"], "hyperpipe.profiling/1");
+  EXPECT_EQ(doc["model"], "test-gpt");
+  EXPECT_EQ(doc["out"], dir + "/profiles.json");
+  // The embedding, a block and the head, once each.
+  ASSERT_EQ(doc["entries"].size(), 3u);
+  const auto written = nlohmann::json::parse(slurp(dir + "/profiles.json"));
+  EXPECT_EQ(written["entries"], doc["entries"]);
+  EXPECT_EQ(doc["entries_in_all"], 3);
+  EXPECT_NE(slurp(dir + "/err.txt").find("profiling test-gpt on"), std::string::npos);
 }
 
 }  // namespace
