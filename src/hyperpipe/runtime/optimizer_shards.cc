@@ -176,7 +176,8 @@ void OptimizerShards::restore(int c, size_t i, const TrainedState& whole,
     return t.reshape(-1).narrow(0, e.piece.begin, e.piece.size());
   };
   auto& piece = pieces_[*e.slot];
-  piece.copy_(part(whole.value));
+  // Without masters the piece is a view of the parameter, set above; a master is its own.
+  if (masters_) piece.copy_(part(whole.value));
   if (!whole.exp_avg.defined()) return;
   auto state = std::make_unique<torch::optim::AdamWParamState>();
   state->step(whole.steps);
