@@ -25,6 +25,7 @@
 #include "hyperpipe/plan/plan.h"
 #include "hyperpipe/runtime/checkpoint.h"
 #include "hyperpipe/runtime/dropout.h"
+#include "hyperpipe/runtime/link_profiler.h"
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/stage_module.h"
 #include "hyperpipe/runtime/text_corpus.h"
@@ -628,6 +629,11 @@ TEST(Profile, MeasuresTheEmulatedTypesAsTheyRunAndMerges) {
       kBinary + " profile --model " + dir + "/model.yaml --out " + dir + "/profiles.json";
   ASSERT_EQ(run_command(base + " --cluster cpu-emulated --micro-batch 1 > " + dir + "/log.txt"), 0)
       << slurp(dir + "/log.txt");
+  // The link probe reports each message size as it goes (one line each off a terminal).
+  const std::string probe_log = slurp(dir + "/log.txt");
+  EXPECT_NE(probe_log.find(fmt::format("1/{} message 4.00 KiB measured", kLinkProbeBytes.size())),
+            std::string::npos)
+      << probe_log;
   ASSERT_EQ(run_command(base + " --as host --micro-batch 2 > " + dir + "/log.txt"), 0)
       << slurp(dir + "/log.txt");
   const auto db = cost::ProfileDb::load(dir + "/profiles.json");

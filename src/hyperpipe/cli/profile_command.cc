@@ -15,6 +15,7 @@
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
+#include "hyperpipe/common/quantity.h"
 #include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/runtime/host_memory.h"
@@ -117,6 +118,14 @@ cluster::Link tabled_link(const runtime::LinkProfile& links) {
   return link;
 }
 
+// The link probe's sizes on a progress line ("message 64.0 KiB measured").
+std::function<void(int, int, int64_t)> link_probe_progress(ProgressLine& line) {
+  return [&line](int done, int total, int64_t bytes) {
+    line.update(done, total,
+                fmt::format("message {} measured", format_bytes(static_cast<double>(bytes))));
+  };
+}
+
 // `profile --links` under a launcher: one process per device of the cluster on its own
 // host (a real cluster, or the network lab), device 0 against one device at each
 // distance; rank 0 files each level's table under the cluster.
@@ -136,7 +145,10 @@ nlohmann::json run_link_profile(const ProfileArgs& args, std::ostream& out) {
   if (rendezvous.rank == 0 && std::filesystem::exists(args.out)) {
     db = cost::ProfileDb::load(args.out);
   }
+  ProgressLine progress(out, is_terminal(out));
+  if (rendezvous.rank == 0) settings.progress = link_probe_progress(progress);
   const auto levels = runtime::profile_links_across(rendezvous, cluster, settings);
+  progress.finish();
   if (rendezvous.rank != 0) return nullptr;
   if (levels.empty())
     throw InputError("--cluster", *args.cluster, "a cluster of two devices or more");
@@ -230,7 +242,10 @@ nlohmann::json run_profile(const ProfileArgs& args, std::ostream& out) {
     runtime::LinkProfileSettings link_settings;
     link_settings.port = launch::free_port();
     link_settings.device = settings.device;
+    ProgressLine link_progress(out, is_terminal(out));
+    link_settings.progress = link_probe_progress(link_progress);
     const auto links = runtime::profile_links(link_settings);
+    link_progress.finish();
     print_link_profile(links, out);
     const cluster::Link point_to_point = tabled_link(links);
     cluster::Link all_reduce = links.all_reduce;

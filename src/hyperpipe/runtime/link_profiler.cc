@@ -92,6 +92,10 @@ void measure_pair(Communicator& communicator, int rank, int first, int second,
       if (rank == first) {
         samples.push_back({bytes, mean(one_way), mean(sums)});
         climb = samples.back().point_to_point <= settings.longest_message;
+        if (settings.progress) {
+          settings.progress(static_cast<int>(samples.size()),
+                            static_cast<int>(settings.sizes.size()), bytes);
+        }
       }
     }
     // Every rank learns from `first` whether the ladder goes on (and waits for the pair).

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ struct LinkProfileSettings {
   // The ladder stops after the first size whose one-way time is longer: past it, a link
   // is bandwidth-bound and its table goes on at the last sizes' rate.
   double longest_message = 0.25;  // seconds
+  // Where given, hears on the measuring pair's first rank of each size measured: `done`
+  // of `total` sizes (the ladder may stop before the last), the size just done.
+  std::function<void(int done, int total, int64_t bytes)> progress;
 };
 
 struct LinkSample {
