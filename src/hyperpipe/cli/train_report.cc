@@ -141,12 +141,17 @@ void write_timelines(const trace::Timeline& measured, const trace::Timeline* mea
   const trace::Timeline& drawn = measured_steps ? *measured_steps : measured;
   write(options.trace_path, drawn,
         [](const trace::Timeline& t) { return trace::chrome_trace(t).dump(); });
-  write(options.svg_path, drawn, [&](const trace::Timeline& t) {
-    if (&t != measured_steps) return trace::svg_gantt(t);
-    return trace::svg_gantt(t.title,
-                            "one step after another, " + format_duration(t.end_time()) + " in all",
-                            {{"", &t}});
-  });
+  if (options.svg_path) {
+    // Several steps are no iteration: their subtitle says what the span is.
+    write_file_atomically(*options.svg_path,
+                          measured_steps
+                              ? trace::svg_gantt(drawn.title,
+                                                 "one step after another, " +
+                                                     format_duration(drawn.end_time()) + " in all",
+                                                 {{"", &drawn}})
+                              : trace::svg_gantt(drawn));
+    write_file_atomically(predicted_path(*options.svg_path), trace::svg_gantt(predicted));
+  }
   write(options.timeline_path, measured,
         [](const trace::Timeline& t) { return trace::timeline_to_json(t).dump(); });
 }

@@ -99,21 +99,20 @@ void add_flows(const Timeline& timeline, int pid, int& next_id, nlohmann::json& 
       if (from.tid == to.tid) continue;  // stayed on the device
       const int id = next_id++;
       const std::string name = std::get<0>(key) == kForward ? "activation" : "gradient";
-      events.push_back({{"name", name},
-                        {"cat", "p2p"},
-                        {"ph", "s"},
-                        {"id", id},
-                        {"pid", pid},
-                        {"tid", from.tid},
-                        {"ts", from.interval->start * kMicrosecondsPerSecond}});
-      events.push_back({{"name", name},
-                        {"cat", "p2p"},
-                        {"ph", "f"},
-                        {"bp", "e"},
-                        {"id", id},
-                        {"pid", pid},
-                        {"tid", to.tid},
-                        {"ts", to.interval->start * kMicrosecondsPerSecond}});
+      // One end of the arrow, bound to the slice on `placed`'s thread at its start.
+      const auto end = [&](const char* phase, const Placed& placed) {
+        return nlohmann::json{{"name", name},
+                              {"cat", "p2p"},
+                              {"ph", phase},
+                              {"id", id},
+                              {"pid", pid},
+                              {"tid", placed.tid},
+                              {"ts", placed.interval->start * kMicrosecondsPerSecond}};
+      };
+      events.push_back(end("s", from));
+      auto finish = end("f", to);
+      finish["bp"] = "e";  // the enclosing slice, not the next one
+      events.push_back(std::move(finish));
     }
   }
 }
