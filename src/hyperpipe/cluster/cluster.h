@@ -87,6 +87,8 @@ class Cluster {
   const std::vector<Island>& islands() const { return islands_; }
   const std::vector<Device>& devices() const { return devices_; }
   const std::vector<LinkOverride>& overrides() const { return overrides_; }
+  // The default link of each level, indexed by LinkLevel.
+  const std::vector<Link>& level_links() const { return level_links_; }
 
   // The type of a name in gpu_types(); throws std::out_of_range for another name.
   const GpuType& gpu_type(const std::string& name) const;
