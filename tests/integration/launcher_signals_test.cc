@@ -1,7 +1,6 @@
 // `hyperpipe launch` and its workers under signals: a Ctrl-C or SIGTERM to the launcher
 // stops every worker after a whole step with an intact checkpoint, and workers whose
 // launcher is killed outright do not train on as orphans.
-#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -14,27 +13,6 @@ namespace hyperpipe::runtime {
 namespace {
 
 using namespace integration;
-
-// The parent pid and state letter of a process from /proc, or (-1, 0) if it is gone.
-std::pair<pid_t, char> parent_and_state(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')');  // the command name may hold spaces
-  if (close == std::string::npos || close + 4 > text.size()) return {-1, 0};
-  const char state = text[close + 2];
-  return {static_cast<pid_t>(std::atol(text.c_str() + close + 4)), state};
-}
-
-std::vector<pid_t> children_of(pid_t parent) {
-  std::vector<pid_t> children;
-  DIR* proc = opendir("/proc");
-  while (const dirent* entry = readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atol(entry->d_name));
-    if (pid > 0 && parent_and_state(pid).first == parent) children.push_back(pid);
-  }
-  closedir(proc);
-  return children;
-}
 
 // Gone, or a zombie no one has reaped yet: either way no longer running.
 bool stopped(pid_t pid) {

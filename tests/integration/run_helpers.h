@@ -2,6 +2,7 @@
 // fresh run directories, and starting and waiting for processes.
 #pragma once
 
+#include <dirent.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
@@ -146,6 +147,37 @@ inline bool wait_for_checkpoint(const std::string& dir, double seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return latest_checkpoint(dir).has_value();
+}
+
+// The parent pid and state letter of a process from /proc, or (-1, 0) if it is gone.
+inline std::pair<pid_t, char> parent_and_state(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos || close + 4 > text.size()) return {-1, 0};
+  const char state = text[close + 2];
+  return {static_cast<pid_t>(std::atol(text.c_str() + close + 4)), state};
+}
+
+inline std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> children;
+  DIR* proc = opendir("/proc");
+  while (const dirent* entry = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atol(entry->d_name));
+    if (pid > 0 && parent_and_state(pid).first == parent) children.push_back(pid);
+  }
+  closedir(proc);
+  return children;
+}
+
+// The rank a process of a run was started as (its RANK variable), -1 if it has none.
+inline int rank_of(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/environ", pid));
+  std::string variable;
+  while (std::getline(in, variable, '\0')) {
+    if (variable.rfind("RANK=", 0) == 0) return std::atoi(variable.c_str() + 5);
+  }
+  return -1;
 }
 
 }  // namespace hyperpipe::runtime::integration

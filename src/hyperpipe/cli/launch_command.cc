@@ -9,7 +9,9 @@
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/elastic_launch.h"
 #include "hyperpipe/cli/worker.h"
+#include "hyperpipe/cli/worker_arguments.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/launch/process_launcher.h"
@@ -23,6 +25,8 @@ struct LaunchArgs {
   std::string plan;
   int port = 0;
   double grace_seconds = 5;
+  bool elastic = false;
+  ElasticSettings elastic_settings;
 };
 
 // The processes a plan runs: one per device of each device group.
@@ -35,16 +39,6 @@ int processes_of(const plan::Plan& plan) {
     }
   }
   return count;
-}
-
-// The value of option `name` among the workers' arguments, if they have it.
-std::optional<std::string> option_value(const std::vector<std::string>& arguments,
-                                        const std::string& name) {
-  for (size_t i = 0; i < arguments.size(); ++i) {
-    if (arguments[i] == name && i + 1 < arguments.size()) return arguments[i + 1];
-    if (arguments[i].rfind(name + "=", 0) == 0) return arguments[i].substr(name.size() + 1);
-  }
-  return std::nullopt;
 }
 
 // A run in 16 bits needs kernels this machine's libtorch may lack (fp16 on CPU, in
@@ -83,6 +77,20 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "Seconds the others get to stop after one fails, before they are killed")
       ->default_val(5.0)
       ->check(CLI::NonNegativeNumber);
+  command->add_flag("--elastic", args->elastic,
+                    "When a process dies, plan again on the devices left and resume from the last "
+                    "checkpoint (needs --checkpoint-dir); recoveries are timed in "
+                    "CHECKPOINT_DIR/elastic/recovery.json");
+  command
+      ->add_option("--max-restarts", args->elastic_settings.max_restarts,
+                   "With --elastic: restarts after which the next loss ends the run")
+      ->default_val(kDefaultMaxRestarts)
+      ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--min-devices", args->elastic_settings.min_devices,
+                   "With --elastic: the fewest devices the run goes on with")
+      ->default_val(1)
+      ->check(CLI::PositiveNumber);
   command->allow_extras();
   command->fallthrough(false);  // what launch does not know is train's
   command->footer(
@@ -110,8 +118,13 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     // Under --format json stdout holds rank 0's document alone; the rest goes to stderr.
     const bool json = option_value(command->remaining(), "--format") == "json";
     if (json) spec.raw_stdout_rank = 0;
-    (json ? err : out) << fmt::format("launching {} processes for {}\n", spec.processes, args->plan)
+    (json ? err : out) << fmt::format("launching {} processes for {}{}\n", spec.processes,
+                                      args->plan, args->elastic ? " (elastic)" : "")
                        << std::flush;
+    if (args->elastic) {
+      launch_elastic(args->plan, command->remaining(), spec, args->elastic_settings, out, err);
+      return;
+    }
     const auto result = launch::launch_processes(spec, out, err);
     if (result.signal && result.failed_rank < 0) {
       throw CommandFailed(fmt::format("stopped by {}: every worker stopped after its step",

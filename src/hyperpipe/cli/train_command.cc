@@ -73,6 +73,10 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->default_val(60.0)
       ->check(CLI::PositiveNumber);
   command->add_option("--metrics", report->metrics_path, "Write per-step metrics (JSON lines)");
+  command->add_option("--startup-record", report->startup_record_path,
+                      "Write when the run joined, built its layers, loaded its checkpoint and "
+                      "finished its first step (JSON, hyperpipe.startup/1; `launch --elastic` "
+                      "times its recoveries with it)");
   command->add_option("--trace", report->trace_path, "Write the measured timeline (Chrome trace)");
   command->add_option("--svg", report->svg_path, "Write the measured timeline as an SVG chart");
   command->add_option("--timeline", report->timeline_path,

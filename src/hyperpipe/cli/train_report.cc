@@ -37,9 +37,17 @@ std::string format_eta(double seconds) {
 }
 
 TrainProgress::TrainProgress(TrainReportOptions options, std::ostream& out)
-    : options_(std::move(options)), out_(out) {}
+    : options_(std::move(options)), out_(out) {
+  mark_startup("reporter_created");
+}
+
+void TrainProgress::mark_startup(const char* milestone) {
+  startup_[milestone] =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 void TrainProgress::joined(int processes, double seconds) {
+  mark_startup("joined");
   out_ << fmt::format("{} process{} joined in {:.1f} s\n", processes, processes == 1 ? "" : "es",
                       seconds)
        << std::flush;
@@ -58,10 +66,16 @@ void TrainProgress::layer_built(int built, int total) {
     building_->update(built, total, "of this process's layers built");
     last_line_ = now;
   }
-  if (built == total) building_->finish();
+  if (built == total) {
+    building_->finish();
+    mark_startup("layers_built");
+  }
 }
 
 void TrainProgress::started(const std::optional<std::string>& checkpoint, int64_t steps_done) {
+  mark_startup("checkpoint_loaded");
+  startup_["steps_done"] = steps_done;
+  startup_["checkpoint"] = checkpoint ? nlohmann::json(*checkpoint) : nlohmann::json(nullptr);
   first_step_ = steps_done;
   if (checkpoint) {
     out_ << fmt::format("resuming from {} ({} steps done)\n", *checkpoint, steps_done);
@@ -83,6 +97,11 @@ void TrainProgress::started(const std::optional<std::string>& checkpoint, int64_
 }
 
 void TrainProgress::step_done(const runtime::StepRecord& step) {
+  if (options_.startup_record_path && !startup_.contains("first_step_done")) {
+    mark_startup("first_step_done");
+    startup_["format"] = kStartupFormat;
+    write_file_atomically(*options_.startup_record_path, startup_.dump(2) + "\n");
+  }
   total_seconds_ += step.seconds;
   const int64_t done = step.step + 1 - first_step_;
   const double mean_seconds = total_seconds_ / static_cast<double>(done);

@@ -38,7 +38,12 @@ struct TrainReportOptions {
   bool on_gpus = false;
   // --format json: the report prints nothing; the caller prints training_summary().
   bool json = false;
+  // --startup-record: when the run joined, built its layers, loaded its checkpoint and
+  // finished its first step (kStartupFormat), written after that step.
+  std::optional<std::string> startup_record_path;
 };
+
+inline constexpr const char* kStartupFormat = "hyperpipe.startup/1";
 
 inline constexpr const char* kTrainingFormat = "hyperpipe.training/1";
 
@@ -66,6 +71,9 @@ class TrainProgress : public runtime::TrainObserver {
   // Start-up: the layers built, redrawn on a terminal, else a line now and then.
   std::optional<ProgressLine> building_;
   std::chrono::steady_clock::time_point last_line_;
+  // Start-up milestones, seconds since the Unix epoch (comparable across processes).
+  nlohmann::json startup_ = nlohmann::json::object();
+  void mark_startup(const char* milestone);
 };
 
 // "run/measured.svg" → "run/measured.predicted.svg".

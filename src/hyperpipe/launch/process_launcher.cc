@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -37,6 +38,7 @@ struct Child {
   std::string err_line;
   bool exited = false;
   int code = 0;
+  bool killed = false;  // ended by a signal, not by exiting
 };
 
 int exit_code_of(int status) {
@@ -90,7 +92,8 @@ std::vector<std::string> environment_for(const LaunchSpec& spec, int rank, int p
   }
   for (const auto& [name, value] : spec.environment) variables[name] = value;
   variables["RANK"] = std::to_string(rank);
-  variables["LOCAL_RANK"] = std::to_string(rank);
+  variables["LOCAL_RANK"] = std::to_string(
+      spec.local_ranks.empty() ? rank : spec.local_ranks.at(static_cast<size_t>(rank)));
   variables["WORLD_SIZE"] = std::to_string(spec.processes);
   variables["LOCAL_WORLD_SIZE"] = std::to_string(spec.processes);
   variables["MASTER_ADDR"] = spec.address;
@@ -244,6 +247,8 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
       }
     }
     if (fds.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(kPollMilliseconds));
+    // Who exited since the last look; of several, one a signal ended is the first failure.
+    std::vector<int> exited_now;
     for (int rank = 0; rank < spec.processes; ++rank) {
       Child& child = children[rank];
       if (child.exited) continue;
@@ -251,7 +256,14 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
       if (waitpid(child.pid, &status, WNOHANG) != child.pid) continue;
       child.exited = true;
       child.code = exit_code_of(status);
+      child.killed = WIFSIGNALED(status);
       --running;
+      exited_now.push_back(rank);
+    }
+    std::stable_partition(exited_now.begin(), exited_now.end(),
+                          [&](int rank) { return children[rank].killed; });
+    for (const int rank : exited_now) {
+      const Child& child = children[rank];
       // A worker that stopped on the signal passed on to it, or that the launcher killed
       // after it, has not failed.
       const bool stopped_as_asked =
@@ -260,6 +272,7 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
       if (child.code != 0 && !stopped_as_asked && result.failed_rank < 0) {
         result.failed_rank = rank;
         result.exit_code = child.code;
+        result.failure_seen = std::chrono::system_clock::now();
         err << fmt::format("[launch] rank {} exited with code {}; stopping the others\n", rank,
                            child.code)
             << std::flush;
@@ -295,6 +308,7 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
       }
     }
   }
+  result.all_exited = std::chrono::system_clock::now();
   // What a rank's own children (if any outlived it) still hold: its process group goes.
   for (auto& child : children) kill(-child.pid, SIGKILL);
   for (size_t rank = 0; rank < children.size(); ++rank) {

@@ -25,6 +25,9 @@ struct LaunchSpec {
   // When set, this rank's stdout passes to `out` as it is (a JSON document a script
   // reads), and every other rank's stdout goes to `err` with the rank in front.
   int raw_stdout_rank = -1;
+  // LOCAL_RANK of each rank (which CUDA device it drives on this machine); empty: its
+  // rank. An elastic restart keeps each device's process on the GPU it had.
+  std::vector<int> local_ranks;
 };
 
 struct LaunchResult {
@@ -32,11 +35,17 @@ struct LaunchResult {
   int failed_rank = -1;    // the first rank to fail, -1 when none did
   std::vector<int> codes;  // per rank
   int signal = 0;          // the stop signal forwarded to the workers, 0 if none
+  // Wall-clock times (std::chrono::system_clock): when the failed rank was seen to have
+  // exited, and when the last process had.
+  std::chrono::system_clock::time_point failure_seen;
+  std::chrono::system_clock::time_point all_exited;
 };
 
-// Blocks until every process has exited. SIGINT, SIGTERM or SIGHUP received meanwhile is
-// forwarded to every process (a second one, or `grace` later, SIGKILL), and the exit code
-// becomes 128 + that signal unless a rank failed first. Every process gets
+// Blocks until every process has exited. The first rank to fail is the one whose exit was
+// seen first; of several seen at once, one a signal ended (a process killed outright)
+// before those that exited on their own (typically on losing it). SIGINT, SIGTERM or SIGHUP
+// received meanwhile is forwarded to every process (a second one, or `grace` later, SIGKILL), and
+// the exit code becomes 128 + that signal unless a rank failed first. Every process gets
 // HYPERPIPE_LAUNCHER_PID, so it can die with the launcher (parent_watch.h), and
 // HYPERPIPE_JOB_TOKEN, a fresh secret of the run (unless the launcher's environment has
 // one), under which the run keeps its rendezvous keys. Lines are written to

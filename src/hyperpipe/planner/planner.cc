@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <stdexcept>
 
@@ -285,15 +286,25 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
   }
   const int devices = static_cast<int>(cluster.devices().size());
   double total_memory = 0;
+  // What each GPU keeps back: its type's reserved_memory where the cluster sets one.
+  double most_reserved = 0;
+  double least_reserved = std::numeric_limits<double>::infinity();
   for (int d = 0; d < devices; ++d) {
-    total_memory += cluster.device_memory(d) - costs.reserved_memory(cluster.device_type(d));
+    const double reserved = costs.reserved_memory(cluster.device_type(d));
+    total_memory += cluster.device_memory(d) - reserved;
+    most_reserved = std::max(most_reserved, reserved);
+    least_reserved = std::min(least_reserved, reserved);
   }
+  const std::string reserved_text =
+      most_reserved == least_reserved
+          ? format_bytes(most_reserved)
+          : fmt::format("{} to {}", format_bytes(least_reserved), format_bytes(most_reserved));
   if (static_bytes > total_memory) {
     return fmt::format(
         "no plan fits: {} needs {} for weights, gradients and Adam state, more than the {} "
         "that all {} GPUs of {} hold together ({} reserved on each)",
         model.config().name, format_bytes(static_bytes), format_bytes(total_memory), devices,
-        cluster.name(), format_bytes(costs.options().reserved_memory_bytes));
+        cluster.name(), reserved_text);
   }
   const int stages = std::min({model.num_layers(), devices, request.space.max_stages});
   const double split = static_cast<double>(stages) * widest_tp;
@@ -308,9 +319,8 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
       "flight; the largest device has {} (global batch {})",
       model.config().name, format_bytes(static_bytes), stages, widest_tp,
       sharded ? fmt::format(" and the optimizer state sharded over all {} GPUs", devices) : "",
-      format_bytes(share), format_bytes(largest_layer / widest_tp), widest_tp,
-      format_bytes(costs.options().reserved_memory_bytes), format_bytes(largest_device),
-      request.batch.global_batch);
+      format_bytes(share), format_bytes(largest_layer / widest_tp), widest_tp, reserved_text,
+      format_bytes(largest_device), request.batch.global_batch);
 }
 
 }  // namespace hyperpipe::planner

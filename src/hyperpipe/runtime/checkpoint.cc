@@ -99,6 +99,15 @@ void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor&
                             {"run", run},
                             {"plan", plan},
                             {"files", all}};
+    // An interrupted save of this step by an earlier attempt (another split, say) may have
+    // left files no manifest names: they go before this one's manifest makes it complete.
+    std::set<std::string> named;
+    for (const auto& file : all) named.insert(file["name"].get<std::string>());
+    for (const auto& entry : fs::directory_iterator(where)) {
+      if (named.count(entry.path().filename().string())) continue;
+      log().info("{}: removing what an interrupted save left", entry.path().string());
+      fs::remove_all(entry.path());
+    }
     // Every rank's scaler is the same: where it was, so a resumed run scales as this one.
     if (const auto* scaler = executor.loss_scaler()) {
       manifest["loss_scale"] = {{"scale", scaler->scale()}, {"clean_steps", scaler->clean_steps()}};

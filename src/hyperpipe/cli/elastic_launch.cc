@@ -1,0 +1,308 @@
+#include "hyperpipe/cli/elastic_launch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "hyperpipe/cli/app.h"
+#include "hyperpipe/cli/worker.h"
+#include "hyperpipe/cli/worker_arguments.h"
+#include "hyperpipe/common/error.h"
+#include "hyperpipe/common/output_file.h"
+#include "hyperpipe/common/quantity.h"
+#include "hyperpipe/common/stop_signals.h"
+#include "hyperpipe/plan/checked_plan.h"
+#include "hyperpipe/plan/plan_json.h"
+#include "hyperpipe/planner/replan.h"
+#include "hyperpipe/sim/plan_simulation.h"
+
+namespace hyperpipe::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::system_clock;
+
+double epoch_seconds(Clock::time_point time) {
+  return std::chrono::duration<double>(time.time_since_epoch()).count();
+}
+
+// A model or cluster reference that reads from anywhere: an absolute path where it is a
+// file (plans written for a restart live in the checkpoint directory, not beside the
+// first plan), else a built-in name.
+std::string reference_from_anywhere(const std::string& reference) {
+  return fs::is_regular_file(reference) ? fs::absolute(reference).lexically_normal().string()
+                                        : reference;
+}
+
+// "[0, 5) on 0 · [5, 8) on 2": each device group's layers and devices.
+std::string stages_text(const plan::Plan& plan) {
+  std::string text;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    const auto& pipeline = plan.pipeline(p);
+    if (p > 0) text += " ‖ ";
+    for (size_t s = 0; s < pipeline.stages.size(); ++s) {
+      const auto& stage = pipeline.stages[s];
+      text += fmt::format("{}{} on {}", s ? " · " : "",
+                          plan::format_layers(stage.first_layer, stage.end_layer),
+                          plan::format_devices(stage.devices));
+    }
+  }
+  return text;
+}
+
+// The model as the run computes it: in --dtype where given (fp64 costed as fp32).
+model::Model model_as_run(const model::Model& model, const std::vector<std::string>& extras) {
+  const auto dtype = option_value(extras, "--dtype");
+  if (!dtype) return model;
+  auto config = model.config();
+  if (const auto parsed = model::parse_dtype(*dtype == "fp64" ? "fp32" : *dtype)) {
+    config.dtype = *parsed;
+  }
+  return model::Model(config);
+}
+
+// One recovery's timings, from the launcher's clock and the new run's start-up record.
+struct Recovery {
+  json record;
+  std::string startup_path;
+};
+
+// Fills in the start-up half of `recovery` from its record, if the new run wrote one (it
+// does after its first step), and says what the recovery took.
+void finish_recovery(Recovery& recovery, std::ostream& err) {
+  std::ifstream in(recovery.startup_path);
+  if (!in) return;
+  const json startup = json::parse(in, nullptr, false);
+  if (startup.is_discarded() || !startup.contains("first_step_done")) return;
+  json& times = recovery.record["times"];
+  for (const char* milestone : {"joined", "layers_built", "checkpoint_loaded", "first_step_done"}) {
+    if (startup.contains(milestone)) times[milestone] = startup[milestone];
+  }
+  recovery.record["steps_done"] = startup.value("steps_done", int64_t{0});
+  const auto between = [&](const char* from, const char* to) {
+    return times.contains(from) && times.contains(to)
+               ? times[to].get<double>() - times[from].get<double>()
+               : 0.0;
+  };
+  json seconds{{"stopping", between("failure_seen", "others_stopped")},
+               {"replan", between("others_stopped", "replanned")},
+               {"start_and_join", between("relaunched", "joined")},
+               {"build", between("joined", "layers_built")},
+               {"checkpoint_load", between("layers_built", "checkpoint_loaded")},
+               {"first_step", between("checkpoint_loaded", "first_step_done")},
+               {"total", between("failure_seen", "first_step_done")}};
+  recovery.record["seconds"] = seconds;
+  err << fmt::format(
+             "[elastic] recovery {}: {} from the loss seen to the first step on the new plan "
+             "(the others stopped in {}, re-planned in {}, processes started and joined in {}, "
+             "layers built in {}, checkpoint of step {} loaded in {}, first step {})\n",
+             recovery.record["restart"].get<int>(), format_duration(seconds["total"]),
+             format_duration(seconds["stopping"]), format_duration(seconds["replan"]),
+             format_duration(seconds["start_and_join"]), format_duration(seconds["build"]),
+             recovery.record["steps_done"].get<int64_t>(),
+             format_duration(seconds["checkpoint_load"]), format_duration(seconds["first_step"]))
+      << std::flush;
+}
+
+class ElasticRun {
+ public:
+  ElasticRun(const std::string& plan_path, const std::vector<std::string>& extras,
+             const ElasticSettings& settings, std::ostream& out, std::ostream& err)
+      : checked_(plan::load_checked_plan(plan_path, option_value(extras, "--cluster"))),
+        model_(model_as_run(checked_.model, extras)),
+        extras_(extras),
+        settings_(settings),
+        out_(out),
+        err_(err) {
+    const auto checkpoint_dir = option_value(extras, "--checkpoint-dir");
+    if (!checkpoint_dir) {
+      throw InputError("--elastic", "",
+                       "a --checkpoint-dir: an elastic run continues from its last checkpoint");
+    }
+    if (!option_value(extras, "--checkpoint-every")) {
+      log_line(
+          "no --checkpoint-every: a restart goes back to the start (checkpoints are written "
+          "only at the end)");
+    }
+    elastic_dir_ = (fs::path(*checkpoint_dir) / kElasticDirectory).string();
+    fs::create_directories(elastic_dir_);
+    if (const auto profiles = option_value(extras, "--profiles")) {
+      profiles_ = cost::ProfileDb::load_for(*profiles, checked_.model.config().name);
+    }
+    plan_ = checked_.plan;
+    plan_path_ = plan_path;
+    model_reference_ = reference_from_anywhere(plan::resolve_reference(plan_path, plan_.model));
+    const auto cluster = option_value(extras, "--cluster");
+    cluster_reference_ = reference_from_anywhere(
+        cluster ? *cluster : plan::resolve_reference(plan_path, plan_.cluster));
+    // Each device keeps the process slot, and so the GPU (LOCAL_RANK), it first had.
+    const auto devices = plan::devices_in_rank_order(plan_);
+    for (size_t rank = 0; rank < devices.size(); ++rank) {
+      local_rank_of_[devices[rank]] = static_cast<int>(rank);
+    }
+    available_ = devices;
+    std::sort(available_.begin(), available_.end());
+    if (static_cast<int>(available_.size()) < settings.min_devices) {
+      throw InputError("--min-devices", std::to_string(settings.min_devices),
+                       fmt::format("at most the plan's {} devices", available_.size()));
+    }
+  }
+
+  void run(launch::LaunchSpec spec) {
+    for (int restart = 0;; ++restart) {
+      const auto devices = plan::devices_in_rank_order(plan_);
+      spec.command = {require_worker("launch"), "train", "--plan", plan_path_};
+      std::vector<std::string> arguments = extras_;
+      if (restart > 0) {
+        arguments =
+            without_option(without_option(arguments, "--overwrite", false), "--resume", false);
+        arguments.push_back("--resume");
+        arguments = without_option(arguments, "--startup-record", true);
+        arguments.insert(arguments.end(), {"--startup-record", recovery_->startup_path});
+      }
+      spec.command.insert(spec.command.end(), arguments.begin(), arguments.end());
+      spec.processes = static_cast<int>(devices.size());
+      spec.local_ranks.clear();
+      for (int device : devices) spec.local_ranks.push_back(local_rank_of_.at(device));
+      if (recovery_) recovery_->record["times"]["relaunched"] = epoch_seconds(Clock::now());
+      const auto result = launch::launch_processes(spec, out_, err_);
+      if (recovery_) {
+        finish_recovery(*recovery_, err_);
+        write_recoveries();
+      }
+      if (result.exit_code == 0) return;
+      if (result.signal && result.failed_rank < 0) {
+        throw CommandFailed(fmt::format("stopped by {}: every worker stopped after its step",
+                                        signal_name(result.signal)),
+                            result.exit_code);
+      }
+      recover_from(result, devices, restart + 1);
+    }
+  }
+
+ private:
+  void log_line(const std::string& text) { err_ << "[elastic] " << text << '\n' << std::flush; }
+
+  // After rank `failed_rank` of the plan's run failed: the plan for the devices left, or
+  // the reason not to go on.
+  void recover_from(const launch::LaunchResult& result, const std::vector<int>& devices,
+                    int restart) {
+    const int rank = result.failed_rank;
+    const int device = devices.at(static_cast<size_t>(rank));
+    const std::string& type = checked_.cluster.device_type(device).name;
+    if (result.exit_code == kExitBadInput) {
+      throw CommandFailed(fmt::format("rank {} refused its inputs (exit code {}); not restarting: "
+                                      "a restart would refuse them too",
+                                      rank, result.exit_code),
+                          result.exit_code);
+    }
+    if (restart > settings_.max_restarts) {
+      throw CommandFailed(
+          fmt::format("rank {} (device {}, {}) failed (exit code {}) and the {} restart(s) "
+                      "--max-restarts allows are used up; the run stopped at its last checkpoint",
+                      rank, device, type, result.exit_code, settings_.max_restarts),
+          result.exit_code);
+    }
+    available_.erase(std::remove(available_.begin(), available_.end(), device), available_.end());
+    log_line(fmt::format("rank {} (device {}, {}) was lost (exit code {}); {} device(s) left: {}",
+                         rank, device, type, result.exit_code, available_.size(),
+                         plan::format_devices(available_)));
+    if (static_cast<int>(available_.size()) < settings_.min_devices) {
+      throw CommandFailed(
+          fmt::format("{} device(s) left, fewer than --min-devices {}; the run stopped at its "
+                      "last checkpoint",
+                      available_.size(), settings_.min_devices),
+          result.exit_code);
+    }
+    const double before = predicted_iteration(plan_);
+    planner::Replanned replanned;
+    try {
+      replanned = planner::replan(plan_, model_, checked_.cluster, available_,
+                                  profiles_ ? &*profiles_ : nullptr);
+    } catch (const InputError& error) {
+      throw InputError(
+          "--elastic", fmt::format("after losing device {}", device),
+          fmt::format("a plan that fits the {} device(s) left ({}); none does: {}",
+                      available_.size(), plan::format_devices(available_), error.expected()));
+    }
+    plan_ = std::move(replanned.best.plan);
+    // The model the first plan names, and the cluster the run is on (--cluster's, if given).
+    plan_.model = model_reference_;
+    plan_.cluster = cluster_reference_;
+    plan_path_ = (fs::path(elastic_dir_) / fmt::format("restart-{}.plan.json", restart)).string();
+    json document = plan::to_json(plan_);
+    document["predicted"] = {{"iteration_time_s", replanned.best.iteration_time()}};
+    write_file_atomically(plan_path_, document.dump(2) + "\n");
+    log_line(fmt::format("re-planned in {}: {}; predicted iteration {} (was {}); written to {}",
+                         format_duration(replanned.seconds), stages_text(plan_),
+                         format_duration(replanned.best.iteration_time()), format_duration(before),
+                         plan_path_));
+    log_line(fmt::format("restart {} of at most {}: resuming from the last complete checkpoint",
+                         restart, settings_.max_restarts));
+    Recovery recovery;
+    recovery.startup_path =
+        (fs::path(elastic_dir_) / fmt::format("restart-{}.startup.json", restart)).string();
+    fs::remove(recovery.startup_path);
+    recovery.record = {
+        {"restart", restart},
+        {"lost",
+         {{"rank", rank}, {"device", device}, {"gpu_type", type}, {"exit_code", result.exit_code}}},
+        {"devices_left", available_},
+        {"plan", plan_path_},
+        {"predicted_iteration_s", {{"before", before}, {"after", replanned.best.iteration_time()}}},
+        {"replan_search_s", replanned.seconds},
+        {"times",
+         {{"failure_seen", epoch_seconds(result.failure_seen)},
+          {"others_stopped", epoch_seconds(result.all_exited)},
+          {"replanned", epoch_seconds(Clock::now())}}}};
+    if (recovery_) recoveries_.push_back(recovery_->record);
+    recovery_ = std::move(recovery);
+    write_recoveries();
+  }
+
+  double predicted_iteration(const plan::Plan& plan) const {
+    const cost::CostModel costs(model_, checked_.cluster, {}, profiles_ ? &*profiles_ : nullptr);
+    return sim::simulate_plan(costs, plan).output.iteration_time;
+  }
+
+  void write_recoveries() const {
+    json all = recoveries_;
+    if (recovery_) all.push_back(recovery_->record);
+    write_file_atomically((fs::path(elastic_dir_) / kRecoveryFile).string(),
+                          json{{"format", kRecoveryFormat}, {"recoveries", all}}.dump(2) + "\n");
+  }
+
+  plan::CheckedPlan checked_;
+  model::Model model_;
+  std::vector<std::string> extras_;
+  ElasticSettings settings_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::string elastic_dir_;
+  std::optional<cost::ProfileDb> profiles_;
+  plan::Plan plan_;              // the plan running now
+  std::string plan_path_;        // its file
+  std::string model_reference_;  // as restart plans name them
+  std::string cluster_reference_;
+  std::map<int, int> local_rank_of_;
+  std::vector<int> available_;        // devices not lost, ascending
+  std::optional<Recovery> recovery_;  // the latest recovery
+  json recoveries_ = json::array();   // those before it
+};
+
+}  // namespace
+
+void launch_elastic(const std::string& plan_path, const std::vector<std::string>& extras,
+                    launch::LaunchSpec base, const ElasticSettings& settings, std::ostream& out,
+                    std::ostream& err) {
+  ElasticRun(plan_path, extras, settings, out, err).run(std::move(base));
+}
+
+}  // namespace hyperpipe::cli

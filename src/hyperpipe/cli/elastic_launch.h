@@ -1,0 +1,41 @@
+// `hyperpipe launch --elastic`: a run on this machine that outlives the loss of a device.
+// When a process dies, the others are stopped (their state goes: the run continues from
+// its last complete checkpoint, so no half-applied step survives), the planner plans the
+// model again on the devices left (with the run's profiles), and the run resumes with that
+// plan from the checkpoint, which loads into any split. Each recovery is timed from the
+// launcher seeing the death to the first step on the new plan.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "hyperpipe/launch/process_launcher.h"
+
+namespace hyperpipe::cli {
+
+// torchrun's --max-restarts defaults to 0 (fail on the first loss); an elastic run is
+// asked for to survive losses, and three is torchrun's documented example value.
+inline constexpr int kDefaultMaxRestarts = 3;
+
+// What a recovery writes, beside the checkpoints: the plans, the processes' start-up
+// records, and the timings (kRecoveryFormat).
+inline constexpr const char* kElasticDirectory = "elastic";
+inline constexpr const char* kRecoveryFile = "recovery.json";
+inline constexpr const char* kRecoveryFormat = "hyperpipe.recovery/1";
+
+struct ElasticSettings {
+  int max_restarts = kDefaultMaxRestarts;
+  int min_devices = 1;
+};
+
+// Runs the plan's processes as `launch` does (`base`: everything but the command, the
+// process count and the local ranks), restarting as above after each loss while restarts
+// and devices last. `extras`: the arguments for `hyperpipe train` (--checkpoint-dir
+// required). Returns when the run finished; throws CommandFailed when it failed or was
+// stopped, InputError when no plan fits the devices left.
+void launch_elastic(const std::string& plan_path, const std::vector<std::string>& extras,
+                    launch::LaunchSpec base, const ElasticSettings& settings, std::ostream& out,
+                    std::ostream& err);
+
+}  // namespace hyperpipe::cli

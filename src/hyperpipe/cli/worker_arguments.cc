@@ -1,0 +1,36 @@
+#include "hyperpipe/cli/worker_arguments.h"
+
+namespace hyperpipe::cli {
+
+std::optional<std::string> option_value(const std::vector<std::string>& arguments,
+                                        const std::string& name) {
+  std::optional<std::string> value;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i] == name && i + 1 < arguments.size()) value = arguments[i + 1];
+    if (arguments[i].rfind(name + "=", 0) == 0) value = arguments[i].substr(name.size() + 1);
+  }
+  return value;
+}
+
+bool has_flag(const std::vector<std::string>& arguments, const std::string& name) {
+  for (const auto& argument : arguments) {
+    if (argument == name) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> without_option(const std::vector<std::string>& arguments,
+                                        const std::string& name, bool takes_value) {
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i] == name) {
+      if (takes_value) ++i;
+      continue;
+    }
+    if (takes_value && arguments[i].rfind(name + "=", 0) == 0) continue;
+    kept.push_back(arguments[i]);
+  }
+  return kept;
+}
+
+}  // namespace hyperpipe::cli

@@ -1,0 +1,267 @@
+// `hyperpipe launch --elastic`: a worker killed outright mid-run, and the run goes on with a
+// new plan on the devices left from its last complete checkpoint, as a run planned for
+// them from that checkpoint would; the limits (restarts, devices, memory) end it with a
+// message that says which.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "hyperpipe/common/crc32.h"
+#include "hyperpipe/plan/plan.h"
+#include "hyperpipe/runtime/checkpoint.h"
+#include "run_helpers.h"
+
+namespace hyperpipe::runtime {
+namespace {
+
+using namespace integration;
+namespace fs = std::filesystem;
+
+constexpr double kRunSeconds = 180;  // the longest an elastic test run may take
+
+std::string elastic_options(const std::string& dir, int steps, const std::string& extra = "",
+                            int checkpoint_every = 2) {
+  return fmt::format(
+      "--elastic --data {} --steps {} --timeout 10 --checkpoint-dir {}/checkpoints "
+      "--checkpoint-every {} --metrics {}/metrics.jsonl {} {}",
+      kCorpus, steps, dir, checkpoint_every, dir, device_options(), extra);
+}
+
+// Kills rank `victim` of the launcher's run once a checkpoint is complete; the launcher's
+// exit code (-1 if it outlived kRunSeconds and was killed).
+int kill_once_checkpointed(pid_t launcher, const std::string& dir, int victim) {
+  EXPECT_TRUE(wait_for_checkpoint(dir + "/checkpoints", 60));
+  bool killed = false;
+  for (const pid_t child : children_of(launcher)) {
+    if (rank_of(child) == victim) killed = kill(child, SIGKILL) == 0;
+  }
+  EXPECT_TRUE(killed) << "no rank " << victim << " among the launcher's processes";
+  const int code = wait_for(launcher, kRunSeconds);
+  if (code < 0) {
+    kill(launcher, SIGKILL);
+    waitpid(launcher, nullptr, 0);
+  }
+  return code;
+}
+
+// Every checkpoint whose manifest exists holds the files it names, CRC-32s matching.
+void expect_every_checkpoint_intact(const std::string& dir) {
+  int complete = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const auto manifest_path = entry.path() / kCheckpointManifest;
+    if (!fs::exists(manifest_path)) continue;
+    ++complete;
+    const auto manifest = nlohmann::json::parse(slurp(manifest_path.string()));
+    for (const auto& file : manifest["files"]) {
+      const auto path = entry.path() / file["name"].get<std::string>();
+      EXPECT_EQ(file_crc32(path.string()), file["crc32"].get<uint32_t>()) << path;
+    }
+  }
+  EXPECT_GT(complete, 0);
+}
+
+// Three GPUs whose memory is so small that the test model needs more than one of them:
+// `memory` each, as the planner sees them (their reserved memory a token 1 KiB).
+std::string small_cluster(const std::string& dir, const std::string& memory) {
+  const std::string path = dir + "/small.yaml";
+  std::ofstream(path) << fmt::format(R"(name: small-memory
+gpu_types:
+  - {{name: A100-80GB, reserved_memory: 1 KiB}}
+nodes:
+  - {{name: n0, gpu: A100-80GB, count: 1, memory: {0}}}
+  - {{name: n1, gpu: A100-80GB, count: 1, memory: {0}}}
+  - {{name: n2, gpu: A100-80GB, count: 1, memory: {0}}}
+links: {{intra_island: {{bandwidth: 10 GB/s, latency: 20 us}}}}
+)",
+                                     memory);
+  return path;
+}
+
+// The model needs two of these GPUs (1.03 MiB of weights, gradients and Adam state): the
+// new plan must use both devices left.
+TEST(Elastic, AKilledWorkersRunGoesOnWithANewPlanAsOnePlannedForTheDevicesLeft) {
+  const std::string dir = prepare("elastic-kill", kTinyGpt, kThreeStages);
+  constexpr int kSteps = 10;
+  const std::string cluster = small_cluster(dir, "600 KiB");
+  const pid_t launcher =
+      start_launcher(dir, elastic_options(dir, kSteps, "--cluster " + cluster), dir + "/log.txt");
+  const int code = kill_once_checkpointed(launcher, dir, 1);
+  const std::string log = slurp(dir + "/log.txt");
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("rank 1 (device 1, A100-80GB) was lost"), std::string::npos) << log;
+
+  // One recovery: device 1 lost, a plan on devices 0 and 2 alone, resumed from a
+  // checkpoint and timed to its first step.
+  const auto recoveries =
+      nlohmann::json::parse(slurp(dir + "/checkpoints/elastic/recovery.json"))["recoveries"];
+  ASSERT_EQ(recoveries.size(), 1u) << log;
+  const auto& recovery = recoveries[0];
+  EXPECT_EQ(recovery["lost"]["device"], 1);
+  EXPECT_EQ(recovery["devices_left"], nlohmann::json({0, 2}));
+  const int64_t resumed = recovery["steps_done"];
+  EXPECT_GE(resumed, 2);
+  EXPECT_EQ(resumed % 2, 0);
+  EXPECT_GT(recovery["seconds"]["total"].get<double>(), 0);
+  const std::string new_plan = recovery["plan"];
+  const plan::Plan replanned = plan::load_plan(new_plan);
+  std::set<int> used;
+  for (int device : plan::devices_in_rank_order(replanned)) used.insert(device);
+  EXPECT_EQ(used, (std::set<int>{0, 2}));
+  EXPECT_TRUE(fs::equivalent(replanned.cluster, cluster)) << replanned.cluster;
+
+  // The step count goes on: every step once in the metrics, none lost or repeated.
+  const auto losses = metric_losses(dir);
+  ASSERT_EQ(losses.size(), static_cast<size_t>(kSteps)) << log;
+  expect_every_checkpoint_intact(dir + "/checkpoints");
+
+  // A run of the new plan from that checkpoint, in a directory of its own: the same
+  // losses and the same weights, bit for bit.
+  const std::string reference = hyperpipe::testing::temp_path("elastic-kill-reference");
+  fs::remove_all(reference);
+  const std::string step = fmt::format("step-{:08d}", resumed);
+  fs::create_directories(reference + "/checkpoints");
+  fs::copy(dir + "/checkpoints/" + step, reference + "/checkpoints/" + step);
+  ASSERT_EQ(run_command(fmt::format("{} launch --plan {} --data {} --steps {} --timeout 10 "
+                                    "--checkpoint-dir {}/checkpoints --resume --metrics "
+                                    "{}/metrics.jsonl {} > {}/log.txt 2>&1",
+                                    kBinary, new_plan, kCorpus, kSteps, reference, reference,
+                                    device_options(), reference)),
+            0)
+      << slurp(reference + "/log.txt");
+  const auto reference_losses = metric_losses(reference);
+  ASSERT_EQ(reference_losses.size(), static_cast<size_t>(kSteps - resumed));
+  for (int64_t s = resumed; s < kSteps; ++s) {
+    EXPECT_EQ(losses[static_cast<size_t>(s)], reference_losses[static_cast<size_t>(s - resumed)])
+        << "step " << s;
+  }
+  const auto weights = checkpoint_weights(dir);
+  const auto reference_weights = checkpoint_weights(reference);
+  ASSERT_EQ(weights.size(), reference_weights.size());
+  ASSERT_FALSE(weights.empty());
+  for (const auto& [key, value] : reference_weights) {
+    EXPECT_TRUE(torch::equal(weights.at(key), value)) << key;
+  }
+}
+
+// The step of a checkpoint directory whose save has begun (rank 0 made it) and not ended
+// (no manifest), if there is one.
+std::optional<int64_t> save_in_progress(const std::string& dir) {
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) != 0 || fs::exists(entry.path() / kCheckpointManifest)) continue;
+    return std::stoll(name.substr(5));
+  }
+  return std::nullopt;
+}
+
+// Rank 0 writes the manifest last: killed mid-save, its step never completes, and the
+// restart goes back to the checkpoint before it (never a half-written one), then saves that
+// step again, whole.
+TEST(Elastic, AWorkerKilledWhileSavingLeavesThePreviousCheckpointToResumeFrom) {
+  const std::string dir = prepare("elastic-kill-saving", kTinyGpt, kThreeStages);
+  constexpr int kSteps = 400;
+  const std::string cluster = small_cluster(dir, "600 KiB");
+  const pid_t launcher = start_launcher(
+      dir, elastic_options(dir, kSteps, "--cluster " + cluster, /*checkpoint_every=*/1),
+      dir + "/log.txt");
+  ASSERT_TRUE(wait_for_checkpoint(dir + "/checkpoints", 60));
+  pid_t rank0 = -1;
+  for (const pid_t child : children_of(launcher)) {
+    if (rank_of(child) == 0) rank0 = child;
+  }
+  ASSERT_GT(rank0, 0);
+  std::optional<int64_t> interrupted;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!interrupted && std::chrono::steady_clock::now() < deadline) {
+    if (const auto step = save_in_progress(dir + "/checkpoints")) {
+      kill(rank0, SIGKILL);
+      // Rank 0 alone writes manifests: if none is there now, none will be for this attempt.
+      if (!fs::exists(
+              fmt::format("{}/checkpoints/step-{:08d}/{}", dir, *step, kCheckpointManifest))) {
+        interrupted = step;
+      }
+      break;
+    }
+  }
+  const int code = wait_for(launcher, kRunSeconds);
+  if (code < 0) kill(launcher, SIGKILL);
+  const std::string log = slurp(dir + "/log.txt");
+  if (!interrupted) GTEST_SKIP() << "no save caught in progress: the race was lost";
+  ASSERT_EQ(code, 0) << log;
+  const auto recoveries =
+      nlohmann::json::parse(slurp(dir + "/checkpoints/elastic/recovery.json"))["recoveries"];
+  ASSERT_EQ(recoveries.size(), 1u) << log;
+  EXPECT_LT(recoveries[0]["steps_done"].get<int64_t>(), *interrupted) << log;
+  EXPECT_EQ(metric_losses(dir).size(), static_cast<size_t>(kSteps));
+  // Saved again by the restarted run: complete, and every checkpoint intact.
+  EXPECT_TRUE(fs::exists(
+      fmt::format("{}/checkpoints/step-{:08d}/{}", dir, *interrupted, kCheckpointManifest)));
+  expect_every_checkpoint_intact(dir + "/checkpoints");
+}
+
+// A loss the run does not survive: the launcher's options, the rank killed, the exit
+// code (0: any but 0) and what the message must say.
+struct EndingLoss {
+  const char* name;
+  const char* options;
+  const char* cluster_memory;  // a small_cluster of GPUs this size, or nullptr: a100x8
+  int victim;
+  int code;
+  std::vector<std::string> fragments;
+};
+
+class ElasticEnds : public ::testing::TestWithParam<EndingLoss> {};
+
+TEST_P(ElasticEnds, SayingWhy) {
+  const auto& c = GetParam();
+  const std::string dir = prepare(std::string("elastic-") + c.name, kTinyGpt, kThreeStages);
+  std::string options = c.options;
+  if (c.cluster_memory) options += " --cluster " + small_cluster(dir, c.cluster_memory);
+  const pid_t launcher =
+      start_launcher(dir, elastic_options(dir, 100000, options), dir + "/log.txt");
+  const int code = kill_once_checkpointed(launcher, dir, c.victim);
+  const std::string log = slurp(dir + "/log.txt");
+  if (c.code == 0) {
+    EXPECT_GT(code, 0) << log;
+  } else {
+    EXPECT_EQ(code, c.code) << log;
+  }
+  for (const auto& fragment : c.fragments) {
+    EXPECT_NE(log.find(fragment), std::string::npos) << fragment << "\n" << log;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Limits, ElasticEnds,
+    ::testing::Values(EndingLoss{"max-restarts",
+                                 "--max-restarts 0",
+                                 nullptr,
+                                 2,
+                                 128 + SIGKILL,
+                                 {"the 0 restart(s) --max-restarts allows are used up"}},
+                      // Rank 0 also hosts the rendezvous store.
+                      EndingLoss{"min-devices",
+                                 "--min-devices 3",
+                                 nullptr,
+                                 0,
+                                 0,
+                                 {"2 device(s) left, fewer than --min-devices 3"}},
+                      // Three GPUs of 500 KiB each hold the model; two do not.
+                      EndingLoss{"no-fit",
+                                 "",
+                                 "500 KiB",
+                                 1,
+                                 2,
+                                 {"a plan that fits the 2 device(s) left (0,2); none does",
+                                  "1.03 MiB for weights, gradients and Adam state",
+                                  "(1.00 KiB reserved on each)"}}),
+    [](const auto& info) {
+      std::string name = info.param.name;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+}  // namespace
+}  // namespace hyperpipe::runtime
