@@ -117,7 +117,10 @@ void TrainProgress::step_done(const runtime::StepRecord& step) {
                          {"loss", step.loss},
                          {"grad_norm", step.grad_norm},
                          {"seconds", step.seconds},
-                         {"tokens_per_s", tokens / step.seconds}};
+                         {"tokens_per_s", tokens / step.seconds},
+                         {"time", std::chrono::duration<double>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count()}};
   if (step.loss_scale > 0) {
     metrics["loss_scale"] = step.loss_scale;
     metrics["skipped"] = step.skipped;
