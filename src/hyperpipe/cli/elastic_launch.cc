@@ -20,7 +20,6 @@
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/plan/plan_json.h"
 #include "hyperpipe/planner/replan.h"
-#include "hyperpipe/sim/plan_simulation.h"
 
 namespace hyperpipe::cli {
 namespace {
@@ -232,17 +231,17 @@ class ElasticRun {
           fmt::format("a plan that fits the {} device(s) left ({}); none does: {}",
                       available_.size(), plan::format_devices(available_), error.expected()));
     }
-    plan_ = std::move(replanned.best.plan);
+    plan_ = std::move(replanned.plan);
     // The model the first plan names, and the cluster the run is on (--cluster's, if given).
     plan_.model = model_reference_;
     plan_.cluster = cluster_reference_;
     plan_path_ = (fs::path(elastic_dir_) / fmt::format("restart-{}.plan.json", restart)).string();
     json document = plan::to_json(plan_);
-    document["predicted"] = {{"iteration_time_s", replanned.best.iteration_time()}};
+    document["predicted"] = {{"iteration_time_s", replanned.iteration_time}};
     write_file_atomically(plan_path_, document.dump(2) + "\n");
     log_line(fmt::format("re-planned in {}: {}; predicted iteration {} (was {}); written to {}",
                          format_duration(replanned.seconds), stages_text(plan_),
-                         format_duration(replanned.best.iteration_time()), format_duration(before),
+                         format_duration(replanned.iteration_time), format_duration(before),
                          plan_path_));
     log_line(fmt::format("restart {} of at most {}: resuming from the last complete checkpoint",
                          restart, settings_.max_restarts));
@@ -256,7 +255,7 @@ class ElasticRun {
          {{"rank", rank}, {"device", device}, {"gpu_type", type}, {"exit_code", result.exit_code}}},
         {"devices_left", available_},
         {"plan", plan_path_},
-        {"predicted_iteration_s", {{"before", before}, {"after", replanned.best.iteration_time()}}},
+        {"predicted_iteration_s", {{"before", before}, {"after", replanned.iteration_time}}},
         {"replan_search_s", replanned.seconds},
         {"times",
          {{"failure_seen", epoch_seconds(result.failure_seen)},
@@ -268,8 +267,8 @@ class ElasticRun {
   }
 
   double predicted_iteration(const plan::Plan& plan) const {
-    const cost::CostModel costs(model_, checked_.cluster, {}, profiles_ ? &*profiles_ : nullptr);
-    return sim::simulate_plan(costs, plan).output.iteration_time;
+    return planner::predicted_iteration(plan, model_, checked_.cluster,
+                                        profiles_ ? &*profiles_ : nullptr);
   }
 
   void write_recoveries() const {

@@ -113,14 +113,14 @@ void TrainProgress::step_done(const runtime::StepRecord& step) {
               format_eta(mean_seconds * static_cast<double>(options_.steps - step.step - 1)),
               step.skipped ? fmt::format("  skipped (loss scale {:g})", step.loss_scale) : "")
        << std::flush;
-  nlohmann::json metrics{{"step", step.step},
-                         {"loss", step.loss},
-                         {"grad_norm", step.grad_norm},
-                         {"seconds", step.seconds},
-                         {"tokens_per_s", tokens / step.seconds},
-                         {"time", std::chrono::duration<double>(
-                                      std::chrono::system_clock::now().time_since_epoch())
-                                      .count()}};
+  nlohmann::json metrics{
+      {"step", step.step},
+      {"loss", step.loss},
+      {"grad_norm", step.grad_norm},
+      {"seconds", step.seconds},
+      {"tokens_per_s", tokens / step.seconds},
+      {"time",
+       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
   if (step.loss_scale > 0) {
     metrics["loss_scale"] = step.loss_scale;
     metrics["skipped"] = step.skipped;
