@@ -3,6 +3,7 @@
 // them from that checkpoint would; the limits (restarts, devices, memory) end it with a
 // message that says which.
 #include <gtest/gtest.h>
+#include <spawn.h>
 
 #include <algorithm>
 #include <set>
@@ -201,6 +202,84 @@ TEST(Elastic, AWorkerKilledWhileSavingLeavesThePreviousCheckpointToResumeFrom) {
   expect_every_checkpoint_intact(dir + "/checkpoints");
 }
 
+// The rank-0 step times of a run's metrics, step by step.
+std::vector<double> metric_seconds(const std::string& dir) {
+  std::vector<double> seconds;
+  std::ifstream in(dir + "/metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) seconds.push_back(nlohmann::json::parse(line)["seconds"]);
+  return seconds;
+}
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.at(values.size() / 2);
+}
+
+// The shipped tiny-gpt over the A100, V100 and T4 stand-ins of cpu-emulated, profiled
+// first; once step 2 is checkpointed, the A100 stand-in drops to a tenth of its speed
+// (emulated throttling). --adapt sees it, re-plans at the measured speeds and switches;
+// the new plan's steps are faster than the throttled old plan's.
+TEST(Elastic, AThrottledDeviceIsPlannedAroundWithAdapt) {
+  const std::string dir = hyperpipe::testing::temp_path("elastic-adapt");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string examples = HYPERPIPE_EXAMPLES;
+  ASSERT_EQ(run_command(fmt::format("{} profile --model {}/models/tiny-gpt.yaml --cluster "
+                                    "cpu-emulated --micro-batch 4 --out {}/profiles.json > "
+                                    "{}/profile.txt 2>&1",
+                                    kBinary, examples, dir, dir)),
+            0)
+      << slurp(dir + "/profile.txt");
+  std::ofstream(dir + "/speeds.txt") << "# device speed\n";
+  constexpr int kSteps = 24;
+  // Host noise moves a stand-in ±30% off its profile; the throttle takes it to 0.1.
+  const std::string command = fmt::format(
+      "exec {} launch --adapt --adapt-threshold 0.5 --adapt-steps 3 --plan "
+      "{}/plans/tiny-gpt-3stage.json --data {} --steps {} --checkpoint-dir {}/checkpoints "
+      "--checkpoint-every 2 --profiles {}/profiles.json --stand-in-speeds {}/speeds.txt "
+      "--metrics {}/metrics.jsonl > {}/log.txt 2>&1",
+      kBinary, examples, kCorpus, kSteps, dir, dir, dir, dir, dir);
+  const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
+  pid_t launcher = -1;
+  ASSERT_EQ(posix_spawn(&launcher, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ),
+            0);
+  ASSERT_TRUE(wait_for_checkpoint(dir + "/checkpoints", 60));
+  std::ofstream(dir + "/speeds.txt") << "0 0.1\n";
+  const int code = wait_for(launcher, kRunSeconds);
+  if (code < 0) kill(launcher, SIGKILL);
+  const std::string log = slurp(dir + "/log.txt");
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("device 0 (A100-40GB) at 0."), std::string::npos) << log;
+  const auto transitions =
+      nlohmann::json::parse(slurp(dir + "/checkpoints/elastic/recovery.json"))["recoveries"];
+  ASSERT_EQ(transitions.size(), 1u) << log;
+  const auto& adapted = transitions[0];
+  EXPECT_EQ(adapted["kind"], "switch");
+  EXPECT_LT(adapted["speeds"]["0"].get<double>(), 0.5);
+  const int64_t switched = adapted["steps_done"];
+  // The old plan throttled (from the step after the change was seen, up to the switch)
+  // against the new plan (its first step, a warm-up, left out).
+  const auto seconds = metric_seconds(dir);
+  ASSERT_EQ(seconds.size(), static_cast<size_t>(kSteps)) << log;
+  ASSERT_GE(switched, 6) << log;
+  const std::vector<double> old_plan(seconds.begin() + switched - 3, seconds.begin() + switched);
+  const std::vector<double> new_plan(seconds.begin() + switched + 1, seconds.end());
+  EXPECT_LT(median_of(new_plan), median_of(old_plan)) << log;
+  // The new plan keeps work off the throttled A100 stand-in: fewer layers there than the
+  // five it had.
+  const plan::Plan next = plan::load_plan(adapted["plan"].get<std::string>());
+  int layers_on_zero = 0;
+  for (int p = 0; p < next.pipeline_count(); ++p) {
+    for (const auto& stage : next.pipeline(p).stages) {
+      const bool on_zero =
+          std::find(stage.devices.begin(), stage.devices.end(), 0) != stage.devices.end();
+      if (on_zero && p == 0) layers_on_zero += stage.end_layer - stage.first_layer;
+    }
+  }
+  EXPECT_LT(layers_on_zero, 5) << log;
+}
+
 // A loss the run does not survive: the launcher's options, the rank killed, the exit
 // code (0: any but 0) and what the message must say.
 struct EndingLoss {
@@ -211,6 +290,10 @@ struct EndingLoss {
   int code;
   std::vector<std::string> fragments;
 };
+
+void PrintTo(const EndingLoss& loss, std::ostream* os) {
+  *os << loss.name;
+}
 
 class ElasticEnds : public ::testing::TestWithParam<EndingLoss> {};
 

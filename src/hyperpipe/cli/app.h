@@ -14,6 +14,9 @@ namespace hyperpipe::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternalError = 1;
 inline constexpr int kExitBadInput = 2;
+// A run that checkpointed and ended to go on with another plan (train --adapt):
+// sysexits.h's EX_TEMPFAIL, "a temporary failure; the user is invited to retry".
+inline constexpr int kExitPlanSwitch = 75;
 
 // A command that ran and failed (a training process that lost a peer, a launched process
 // that exited non-zero): its message, and the exit code to end with.

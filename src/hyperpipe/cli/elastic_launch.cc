@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "hyperpipe/cli/app.h"
+#include "hyperpipe/cli/plan_adapter.h"
 #include "hyperpipe/cli/worker.h"
 #include "hyperpipe/cli/worker_arguments.h"
 #include "hyperpipe/common/error.h"
@@ -32,30 +33,6 @@ double epoch_seconds(Clock::time_point time) {
   return std::chrono::duration<double>(time.time_since_epoch()).count();
 }
 
-// A model or cluster reference that reads from anywhere: an absolute path where it is a
-// file (plans written for a restart live in the checkpoint directory, not beside the
-// first plan), else a built-in name.
-std::string reference_from_anywhere(const std::string& reference) {
-  return fs::is_regular_file(reference) ? fs::absolute(reference).lexically_normal().string()
-                                        : reference;
-}
-
-// "[0, 5) on 0 · [5, 8) on 2": each device group's layers and devices.
-std::string stages_text(const plan::Plan& plan) {
-  std::string text;
-  for (int p = 0; p < plan.pipeline_count(); ++p) {
-    const auto& pipeline = plan.pipeline(p);
-    if (p > 0) text += " ‖ ";
-    for (size_t s = 0; s < pipeline.stages.size(); ++s) {
-      const auto& stage = pipeline.stages[s];
-      text += fmt::format("{}{} on {}", s ? " · " : "",
-                          plan::format_layers(stage.first_layer, stage.end_layer),
-                          plan::format_devices(stage.devices));
-    }
-  }
-  return text;
-}
-
 // The model as the run computes it: in --dtype where given (fp64 costed as fp32).
 model::Model model_as_run(const model::Model& model, const std::vector<std::string>& extras) {
   const auto dtype = option_value(extras, "--dtype");
@@ -71,15 +48,17 @@ model::Model model_as_run(const model::Model& model, const std::vector<std::stri
 struct Recovery {
   json record;
   std::string startup_path;
+  bool finished = false;  // the new run's first step is in the record
 };
 
 // Fills in the start-up half of `recovery` from its record, if the new run wrote one (it
-// does after its first step), and says what the recovery took.
-void finish_recovery(Recovery& recovery, std::ostream& err) {
+// does after its first step), and says what the recovery took; whether it could.
+bool finish_recovery(Recovery& recovery, std::ostream& err) {
   std::ifstream in(recovery.startup_path);
-  if (!in) return;
+  if (!in) return false;
   const json startup = json::parse(in, nullptr, false);
-  if (startup.is_discarded() || !startup.contains("first_step_done")) return;
+  if (startup.is_discarded() || !startup.contains("first_step_done")) return false;
+  recovery.finished = true;
   json& times = recovery.record["times"];
   for (const char* milestone : {"joined", "layers_built", "checkpoint_loaded", "first_step_done"}) {
     if (startup.contains(milestone)) times[milestone] = startup[milestone];
@@ -98,16 +77,23 @@ void finish_recovery(Recovery& recovery, std::ostream& err) {
                {"first_step", between("checkpoint_loaded", "first_step_done")},
                {"total", between("failure_seen", "first_step_done")}};
   recovery.record["seconds"] = seconds;
+  const bool loss = recovery.record["kind"] == "loss";
+  const std::string stop_and_plan =
+      loss ? fmt::format("the others stopped in {}, re-planned in {}, ",
+                         format_duration(seconds["stopping"]), format_duration(seconds["replan"]))
+           : "";
   err << fmt::format(
-             "[elastic] recovery {}: {} from the loss seen to the first step on the new plan "
-             "(the others stopped in {}, re-planned in {}, processes started and joined in {}, "
-             "layers built in {}, checkpoint of step {} loaded in {}, first step {})\n",
-             recovery.record["restart"].get<int>(), format_duration(seconds["total"]),
-             format_duration(seconds["stopping"]), format_duration(seconds["replan"]),
+             "[elastic] {} {}: {} from {} to the first step on the new plan ({}processes "
+             "started and joined in {}, layers built in {}, checkpoint of step {} loaded in {}, "
+             "first step {})\n",
+             loss ? "recovery" : "switch", recovery.record["restart"].get<int>(),
+             format_duration(seconds["total"]),
+             loss ? "the loss seen" : "the old plan's processes ending", stop_and_plan,
              format_duration(seconds["start_and_join"]), format_duration(seconds["build"]),
              recovery.record["steps_done"].get<int64_t>(),
              format_duration(seconds["checkpoint_load"]), format_duration(seconds["first_step"]))
       << std::flush;
+  return true;
 }
 
 class ElasticRun {
@@ -137,10 +123,10 @@ class ElasticRun {
     }
     plan_ = checked_.plan;
     plan_path_ = plan_path;
-    model_reference_ = reference_from_anywhere(plan::resolve_reference(plan_path, plan_.model));
+    model_reference_ = plan::reference_from_anywhere(plan_path, plan_.model);
     const auto cluster = option_value(extras, "--cluster");
-    cluster_reference_ = reference_from_anywhere(
-        cluster ? *cluster : plan::resolve_reference(plan_path, plan_.cluster));
+    cluster_reference_ = cluster ? plan::reference_from_anywhere("", *cluster)
+                                 : plan::reference_from_anywhere(plan_path, plan_.cluster);
     // Each device keeps the process slot, and so the GPU (LOCAL_RANK), it first had.
     const auto devices = plan::devices_in_rank_order(plan_);
     for (size_t rank = 0; rank < devices.size(); ++rank) {
@@ -168,13 +154,23 @@ class ElasticRun {
       }
       spec.command.insert(spec.command.end(), arguments.begin(), arguments.end());
       spec.processes = static_cast<int>(devices.size());
+      spec.handover_exit_code = kExitPlanSwitch;
       spec.local_ranks.clear();
       for (int device : devices) spec.local_ranks.push_back(local_rank_of_.at(device));
       if (recovery_) recovery_->record["times"]["relaunched"] = epoch_seconds(Clock::now());
+      // Each recovery is reported as soon as the new run's first step is done.
+      spec.tick = [this] {
+        if (recovery_ && !recovery_->finished && finish_recovery(*recovery_, err_)) {
+          write_recoveries();
+        }
+      };
       const auto result = launch::launch_processes(spec, out_, err_);
-      if (recovery_) {
-        finish_recovery(*recovery_, err_);
-        write_recoveries();
+      const bool handed_over =
+          result.failed_rank < 0 && !result.signal &&
+          std::count(result.codes.begin(), result.codes.end(), kExitPlanSwitch) > 0;
+      if (handed_over) {
+        switch_plans(result, restart + 1);
+        continue;
       }
       if (result.exit_code == 0) return;
       if (result.signal && result.failed_rank < 0) {
@@ -202,7 +198,7 @@ class ElasticRun {
                                       rank, result.exit_code),
                           result.exit_code);
     }
-    if (restart > settings_.max_restarts) {
+    if (++losses_ > settings_.max_restarts) {
       throw CommandFailed(
           fmt::format("rank {} (device {}, {}) failed (exit code {}) and the {} restart(s) "
                       "--max-restarts allows are used up; the run stopped at its last checkpoint",
@@ -240,17 +236,18 @@ class ElasticRun {
     document["predicted"] = {{"iteration_time_s", replanned.iteration_time}};
     write_file_atomically(plan_path_, document.dump(2) + "\n");
     log_line(fmt::format("re-planned in {}: {}; predicted iteration {} (was {}); written to {}",
-                         format_duration(replanned.seconds), stages_text(plan_),
+                         format_duration(replanned.seconds), plan::format_stages(plan_),
                          format_duration(replanned.iteration_time), format_duration(before),
                          plan_path_));
     log_line(fmt::format("restart {} of at most {}: resuming from the last complete checkpoint",
-                         restart, settings_.max_restarts));
+                         losses_, settings_.max_restarts));
     Recovery recovery;
     recovery.startup_path =
         (fs::path(elastic_dir_) / fmt::format("restart-{}.startup.json", restart)).string();
     fs::remove(recovery.startup_path);
     recovery.record = {
         {"restart", restart},
+        {"kind", "loss"},
         {"lost",
          {{"rank", rank}, {"device", device}, {"gpu_type", type}, {"exit_code", result.exit_code}}},
         {"devices_left", available_},
@@ -261,6 +258,44 @@ class ElasticRun {
          {{"failure_seen", epoch_seconds(result.failure_seen)},
           {"others_stopped", epoch_seconds(result.all_exited)},
           {"replanned", epoch_seconds(Clock::now())}}}};
+    if (recovery_) recoveries_.push_back(recovery_->record);
+    recovery_ = std::move(recovery);
+    write_recoveries();
+  }
+
+  // The run checkpointed and ended for the plan its rank 0 adapted (train --adapt):
+  // go on with it from that checkpoint, on the same devices.
+  void switch_plans(const launch::LaunchResult& result, int restart) {
+    const std::string switch_path = (fs::path(elastic_dir_) / kSwitchFile).string();
+    std::ifstream in(switch_path);
+    const json decided = json::parse(in, nullptr, false);
+    if (decided.is_discarded() || !decided.contains("plan")) {
+      throw CommandFailed(fmt::format("the run ended for a switch of plans, but {} does not say "
+                                      "which plan",
+                                      switch_path),
+                          kExitPlanSwitch);
+    }
+    plan_path_ = decided["plan"].get<std::string>();
+    plan_ = plan::load_plan(plan_path_);
+    log_line(fmt::format("switching to {}: {}", plan_path_, plan::format_stages(plan_)));
+    Recovery recovery;
+    recovery.startup_path =
+        (fs::path(elastic_dir_) / fmt::format("restart-{}.startup.json", restart)).string();
+    fs::remove(recovery.startup_path);
+    recovery.record = {{"restart", restart},
+                       {"kind", "switch"},
+                       {"devices_left", available_},
+                       {"plan", plan_path_},
+                       {"speeds", decided.value("speeds", json::object())},
+                       {"predicted_iteration_s", decided.value("predicted_iteration_s", json())},
+                       {"switch_cost_estimate_s", decided.value("switch_cost_estimate_s", 0.0)},
+                       {"times",
+                        {{"failure_seen", epoch_seconds(result.all_exited)},
+                         {"others_stopped", epoch_seconds(result.all_exited)},
+                         {"replanned", epoch_seconds(result.all_exited)}}}};
+    // Kept, by switch, beside the plans: the next one writes switch.json afresh.
+    fs::rename(switch_path,
+               (fs::path(elastic_dir_) / fmt::format("switch-{}.json", restart)).string());
     if (recovery_) recoveries_.push_back(recovery_->record);
     recovery_ = std::move(recovery);
     write_recoveries();
@@ -292,6 +327,7 @@ class ElasticRun {
   std::string cluster_reference_;
   std::map<int, int> local_rank_of_;
   std::vector<int> available_;        // devices not lost, ascending
+  int losses_ = 0;                    // restarts after a lost device (switches of plan aside)
   std::optional<Recovery> recovery_;  // the latest recovery
   json recoveries_ = json::array();   // those before it
 };

@@ -121,7 +121,8 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     (json ? err : out) << fmt::format("launching {} processes for {}{}\n", spec.processes,
                                       args->plan, args->elastic ? " (elastic)" : "")
                        << std::flush;
-    if (args->elastic) {
+    // A run that adapts its plan hands over to the next through the elastic launcher.
+    if (args->elastic || has_flag(command->remaining(), "--adapt")) {
       launch_elastic(args->plan, command->remaining(), spec, args->elastic_settings, out, err);
       return;
     }

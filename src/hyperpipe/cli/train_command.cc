@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/train_report.h"
+#include "hyperpipe/common/error.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/launch/parent_watch.h"
 #include "hyperpipe/plan/checked_plan.h"
@@ -101,6 +103,32 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->add_flag("--resume", options->resume,
                     "Continue from the last complete checkpoint in --checkpoint-dir (of the "
                     "same model, seed and data)");
+  auto adapt = std::make_shared<bool>(false);
+  auto adapt_settings = std::make_shared<AdaptSettings>();
+  command->add_flag("--adapt", *adapt,
+                    "Re-plan when a device stays slower than its profile (needs --profiles and "
+                    "--checkpoint-dir): where the new plan pays for the switch, checkpoint, write "
+                    "it and exit 75 for `hyperpipe launch --adapt` to resume with it");
+  command
+      ->add_option("--adapt-threshold", adapt_settings->threshold,
+                   "With --adapt: how much slower than its profile a device must be")
+      ->default_val(kDefaultAdaptThreshold)
+      ->check(CLI::Range(0.01, 0.99));
+  command
+      ->add_option("--adapt-steps", adapt_settings->steps,
+                   "With --adapt: for this many steps in a row")
+      ->default_val(kDefaultAdaptSteps)
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--adapt-gain", adapt_settings->gain,
+                   "With --adapt: the least predicted gain, as a share of the iteration, worth "
+                   "a switch")
+      ->default_val(kDefaultAdaptGain)
+      ->check(CLI::Range(0.0, 1.0));
+  command->add_option("--stand-in-speeds", options->stand_in_speeds,
+                      "A file of `DEVICE SPEED` lines, read at each step boundary when it "
+                      "changes: the stand-in on that device computes at that speed from then on "
+                      "(emulated throttling)");
   auto no_placement_check = std::make_shared<bool>(false);
   command->add_flag("--no-placement-check", *no_placement_check,
                     "Start even where a process's CUDA device is not of its stage's GPU type, "
@@ -117,7 +145,7 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "  torchrun --nproc-per-node 3 --no-python hyperpipe train --plan plan.json --data "
       "corpus.txt");
   command->callback([options, report, profiles_path, timeout_seconds, seed, check_only, format,
-                     no_placement_check, &out, &err] {
+                     no_placement_check, adapt, adapt_settings, &out, &err] {
     options->check_placement = !*no_placement_check;
     options->seed = static_cast<uint64_t>(*seed);
     options->data_seed = static_cast<uint64_t>(*seed);
@@ -147,6 +175,22 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     report->json = *format == OutputFormat::json;
     report->on_gpus = options->device == "cuda";
     TrainProgress progress(*report, report->json ? err : out);
+    // Costed in the dtype it trains in, whatever the model's own.
+    auto config = model.config();
+    config.dtype = runtime::costed_dtype(dtype);
+    const model::Model as_run(config);
+    if (*adapt) {
+      if (!*profiles_path || !options->checkpoint_dir) {
+        throw InputError("--adapt", "",
+                         "--profiles (the speeds the plan was made for) and --checkpoint-dir "
+                         "(where the run goes on from)");
+      }
+      progress.adapt_with(std::make_unique<PlanAdapter>(
+          AdaptInputs{plan, options->plan_path, as_run, cluster, options->cluster, *profiles,
+                      (std::filesystem::path(*options->checkpoint_dir) / "elastic").string(),
+                      options->steps, options->resume},
+          *adapt_settings, report->json ? err : out));
+    }
     try {
       const auto record = runtime::train(*options, progress);
       if (record.stopped_by) {
@@ -155,12 +199,16 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                                         signal_name(record.stopped_by), record.steps_done),
                             128 + record.stopped_by);
       }
+      if (record.switching_plans) {
+        throw CommandFailed(
+            fmt::format(
+                "checkpointed after step {} to go on with the adapted plan ({}/elastic/{}); "
+                "`hyperpipe launch --adapt` resumes with it",
+                record.steps_done, options->checkpoint_dir.value_or("?"), kSwitchFile),
+            kExitPlanSwitch);
+      }
       if (!record.reporter) return;
       progress.write_metrics();
-      // Predicted as it ran: costed in the dtype it trained in, whatever the model's own.
-      auto config = model.config();
-      config.dtype = runtime::costed_dtype(dtype);
-      const model::Model as_run(config);
       auto prediction = report_prediction(record, plan, as_run, cluster,
                                           profiles ? &*profiles : nullptr, *report, out);
       if (report->json) {

@@ -97,10 +97,12 @@ void TrainProgress::started(const std::optional<std::string>& checkpoint, int64_
 }
 
 void TrainProgress::step_done(const runtime::StepRecord& step) {
-  if (options_.startup_record_path && !startup_.contains("first_step_done")) {
+  if (!startup_.contains("first_step_done")) {
     mark_startup("first_step_done");
     startup_["format"] = kStartupFormat;
-    write_file_atomically(*options_.startup_record_path, startup_.dump(2) + "\n");
+    if (options_.startup_record_path) {
+      write_file_atomically(*options_.startup_record_path, startup_.dump(2) + "\n");
+    }
   }
   total_seconds_ += step.seconds;
   const int64_t done = step.step + 1 - first_step_;
@@ -138,6 +140,23 @@ void TrainProgress::stopped(int signal_number, int64_t steps_done) {
                       options_.checkpoint_dir ? fmt::format("; checkpoint of step {} in {}",
                                                             steps_done, *options_.checkpoint_dir)
                                               : "")
+       << std::flush;
+}
+
+bool TrainProgress::step_measured(int64_t step, const std::vector<double>& compute) {
+  // The run's first step warms caches and allocators: not a speed.
+  if (!adapter_ || step == first_step_) return false;
+  // What a switch costs, judged by this run's own start-up: from rank 0's report starting
+  // to its first step done (processes joining, layers built, checkpoint loaded, warm-up).
+  const double startup =
+      startup_.value("first_step_done", 0.0) - startup_.value("reporter_created", 0.0);
+  return adapter_->measured(step, compute, startup);
+}
+
+void TrainProgress::switching(int64_t steps_done) {
+  write_metrics();
+  out_ << fmt::format("switching plans after step {}; checkpoint of step {} in {}\n", steps_done,
+                      steps_done, options_.checkpoint_dir.value_or("?"))
        << std::flush;
 }
 

@@ -7,12 +7,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "hyperpipe/cli/plan_adapter.h"
 #include "hyperpipe/cli/progress_line.h"
 #include "hyperpipe/cluster/cluster.h"
 #include "hyperpipe/cost/profile_db.h"
@@ -58,6 +60,11 @@ class TrainProgress : public runtime::TrainObserver {
   void step_done(const runtime::StepRecord& step) override;
   void checkpoint_saved(int64_t steps_done) override;
   void stopped(int signal_number, int64_t steps_done) override;
+  bool step_measured(int64_t step, const std::vector<double>& compute) override;
+  void switching(int64_t steps_done) override;
+
+  // train --adapt: the adapter hears each step's compute.
+  void adapt_with(std::unique_ptr<PlanAdapter> adapter) { adapter_ = std::move(adapter); }
 
   // Writes the metrics file (at the end of a run that ran every step).
   void write_metrics() const;
@@ -73,6 +80,7 @@ class TrainProgress : public runtime::TrainObserver {
   std::chrono::steady_clock::time_point last_line_;
   // Start-up milestones, seconds since the Unix epoch (comparable across processes).
   nlohmann::json startup_ = nlohmann::json::object();
+  std::unique_ptr<PlanAdapter> adapter_;
   void mark_startup(const char* milestone);
 };
 

@@ -247,6 +247,7 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
       }
     }
     if (fds.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(kPollMilliseconds));
+    if (spec.tick) spec.tick();
     // Who exited since the last look; of several, one a signal ended is the first failure.
     std::vector<int> exited_now;
     for (int rank = 0; rank < spec.processes; ++rank) {
@@ -269,7 +270,8 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
       const bool stopped_as_asked =
           forwarded && (child.code == 128 + SIGINT || child.code == 128 + SIGTERM ||
                         child.code == 128 + SIGHUP || child.code == 128 + SIGKILL);
-      if (child.code != 0 && !stopped_as_asked && result.failed_rank < 0) {
+      const bool handed_over = child.code == spec.handover_exit_code;
+      if (child.code != 0 && !stopped_as_asked && !handed_over && result.failed_rank < 0) {
         result.failed_rank = rank;
         result.exit_code = child.code;
         result.failure_seen = std::chrono::system_clock::now();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -28,6 +29,12 @@ struct LaunchSpec {
   // LOCAL_RANK of each rank (which CUDA device it drives on this machine); empty: its
   // rank. An elastic restart keeps each device's process on the GPU it had.
   std::vector<int> local_ranks;
+  // An exit code that is not a failure: the process checkpointed and ended for the run to
+  // go on with another plan (-1: none).
+  int handover_exit_code = -1;
+  // Called on the launcher's thread every time it looks for output and exits (about every
+  // 50 ms) while the processes run.
+  std::function<void()> tick;
 };
 
 struct LaunchResult {

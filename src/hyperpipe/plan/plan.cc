@@ -243,4 +243,24 @@ std::string resolve_reference(const std::string& plan_path, const std::string& r
   return reference;
 }
 
+std::string reference_from_anywhere(const std::string& plan_path, const std::string& reference) {
+  const std::string resolved = resolve_reference(plan_path, reference);
+  return std::filesystem::is_regular_file(resolved)
+             ? std::filesystem::absolute(resolved).lexically_normal().string()
+             : resolved;
+}
+
+std::string format_stages(const Plan& plan) {
+  std::string text;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    const auto& stages = plan.pipeline(p).stages;
+    for (size_t s = 0; s < stages.size(); ++s) {
+      text += fmt::format("{}{} on {}", text.empty() ? "" : (s ? " · " : " ‖ "),
+                          format_layers(stages[s].first_layer, stages[s].end_layer),
+                          format_devices(stages[s].devices));
+    }
+  }
+  return text;
+}
+
 }  // namespace hyperpipe::plan

@@ -112,4 +112,12 @@ std::string layer_numbering_note(int chain_layers);
 // the current directory).
 std::string resolve_reference(const std::string& plan_path, const std::string& reference);
 
+// The same, as a plan written elsewhere (beside checkpoints, say) must name it: an
+// absolute path where it is a file, else the built-in or catalogue name unchanged.
+std::string reference_from_anywhere(const std::string& plan_path, const std::string& reference);
+
+// Each device group's layers and devices, pipeline by pipeline: "[0, 5) on 0 · [5, 8) on
+// 1,2 ‖ [0, 8) on 3".
+std::string format_stages(const Plan& plan);
+
 }  // namespace hyperpipe::plan

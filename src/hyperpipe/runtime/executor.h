@@ -87,6 +87,9 @@ class Executor {
   DynamicLossScaler* loss_scaler() { return scaler_ ? &*scaler_ : nullptr; }
   const DynamicLossScaler* loss_scaler() const { return scaler_ ? &*scaler_ : nullptr; }
   const ProcessRole& role() const { return role_; }
+  // A stand-in's speed from the next op on (emulated throttling: train --stand-in-speeds).
+  void set_speed(double speed) { options_.speed = speed; }
+  double speed() const { return options_.speed; }
 
  private:
   struct Slot;

@@ -29,6 +29,9 @@ struct TrainRecord {
   // SIGINT, SIGTERM or SIGHUP when a stop signal ended the run early (after steps_done,
   // checkpointed when a checkpoint directory was given); 0 when it ran every step.
   int stopped_by = 0;
+  // Rank 0's observer asked for another plan (TrainObserver::step_measured): every process
+  // checkpointed after steps_done and ended, for the run to go on with it.
+  bool switching_plans = false;
   // Rank 0, when the traced step ran: what every process did in it, one track per rank.
   std::optional<trace::Timeline> measured_timeline;
   int64_t traced_step = -1;  // counted from 0
@@ -54,6 +57,14 @@ class TrainObserver {
   // A stop signal ended the run after `steps_done` steps (checkpointed if it had a
   // directory).
   virtual void stopped(int /*signal_number*/, int64_t /*steps_done*/) {}
+  // Each rank's compute (F, B, W, BW: seconds) in the step, by rank, after every step but
+  // the last. Returning true asks every process to checkpoint at the next step boundary
+  // and end, so the run can go on with another plan.
+  virtual bool step_measured(int64_t /*step*/, const std::vector<double>& /*compute*/) {
+    return false;
+  }
+  // The run ended after the checkpoint of `steps_done` steps, for another plan.
+  virtual void switching(int64_t /*steps_done*/) {}
 };
 
 }  // namespace hyperpipe::runtime

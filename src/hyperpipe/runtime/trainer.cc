@@ -6,8 +6,10 @@
 #include <chrono>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <sstream>
 
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/log.h"
@@ -32,20 +34,75 @@ namespace {
 // step's track (about a hundred intervals) is kept only this long.
 constexpr size_t kRecentSteps = 32;
 
-// Whether any process received a stop signal (SIGINT, SIGTERM, SIGHUP): all of them learn
-// it at the same step boundary, so none starts a step the others will not run, and all
-// stop on the same signal (the largest number received, so every exit code agrees).
-// Returns it, or 0.
-int agree_to_stop(Communicator& communicator) {
+// What every process learns at a step's end, from one all-reduce of one small tensor
+// (each rank's figures in slots of their own, so the sum holds everyone's): whether any
+// received a stop signal (SIGINT, SIGTERM, SIGHUP), so none starts a step the others will
+// not run, and all stop on the same signal (the largest number received, so every exit
+// code agrees); each rank's compute in the step; and whether rank 0 asks for a switch of
+// plans.
+struct StepAgreement {
+  int stop_signal = 0;
+  std::vector<double> compute;  // seconds, by rank
+  bool switch_plans = false;
+};
+
+StepAgreement agree_at_step_end(Communicator& communicator, double compute, bool switch_plans) {
   const int world = communicator.world_size();
-  // Each rank's signal in its own slot of a sum: the result is every rank's signal.
-  std::vector<torch::Tensor> received{torch::zeros({world}, torch::kFloat32)};
-  received[0][communicator.rank()] = StopSignals::received();
+  const int rank = communicator.rank();
+  std::vector<torch::Tensor> slots{torch::zeros({2 * world + 1}, torch::kFloat64)};
+  auto slot = slots[0].accessor<double, 1>();
+  slot[rank] = StopSignals::received();
+  slot[world + rank] = compute;
+  if (switch_plans) slot[2 * world] = 1;
   std::vector<int> everyone(static_cast<size_t>(world));
   std::iota(everyone.begin(), everyone.end(), 0);
-  communicator.all_reduce_sum(received, everyone);
-  return static_cast<int>(received[0].max().item<float>());
+  communicator.all_reduce_sum(slots, everyone);
+  const auto sum = slots[0].accessor<double, 1>();
+  StepAgreement agreement;
+  for (int r = 0; r < world; ++r) {
+    agreement.stop_signal = std::max(agreement.stop_signal, static_cast<int>(sum[r]));
+    agreement.compute.push_back(sum[world + r]);
+  }
+  agreement.switch_plans = sum[2 * world] > 0;
+  return agreement;
 }
+
+// Seconds of F, B, W and BW in a step's track (what the simulator counts as busy).
+double compute_seconds(const trace::Track& track) {
+  double seconds = 0;
+  for (const auto& interval : track.compute) {
+    if (interval.op == "F" || interval.op == "B" || interval.op == "W" || interval.op == "BW") {
+      seconds += interval.end - interval.start;
+    }
+  }
+  return seconds;
+}
+
+// train --stand-in-speeds: the file's speed for this process's device, when the file has
+// changed since `seen` (which it updates); lines "DEVICE SPEED", # comments.
+std::optional<double> new_stand_in_speed(const std::string& path, int device,
+                                         std::filesystem::file_time_type& seen) {
+  std::error_code error;
+  const auto written = std::filesystem::last_write_time(path, error);
+  if (error || written == seen) return std::nullopt;
+  seen = written;
+  std::ifstream in(path);
+  std::string line;
+  std::optional<double> speed;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line.substr(0, line.find('#')));
+    int listed = -1;
+    double value = 0;
+    if (!(fields >> listed)) continue;
+    if (!(fields >> value) || !(value > 0)) {
+      log().warn("{}: '{}' is not a device and a positive speed; passed over", path, line);
+      continue;
+    }
+    if (listed == device) speed = value;
+  }
+  return speed;
+}
+
 constexpr char kTracedStepKey[] = "traced step";
 
 torch::Device device_for(const std::string& name, int local_rank) {
@@ -179,7 +236,17 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
     communicator.store_set(fmt::format("track/{}", rendezvous.rank),
                            trace::track_to_json(track).dump());
   };
+  bool switch_asked = false;  // rank 0's observer wants another plan
+  std::filesystem::file_time_type speeds_seen{};
   for (int64_t step = record.first_step; step < options.steps; ++step) {
+    if (options.stand_in_speeds) {
+      if (const auto speed =
+              new_stand_in_speed(*options.stand_in_speeds, role.device, speeds_seen)) {
+        log().info("rank {}: device {} computes at speed {} from step {}", rendezvous.rank,
+                   role.device, *speed, step + 1);
+        executor.set_speed(*speed);
+      }
+    }
     const double began =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - run_began).count();
     const StepResult result = executor.step(step);
@@ -199,7 +266,13 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
       if (recent.size() > kRecentSteps) recent.pop_front();
     }
     const bool last = step + 1 == options.steps;
-    if (const int signal_number = last ? 0 : agree_to_stop(communicator)) {
+    if (last) break;
+    const StepAgreement agreed =
+        agree_at_step_end(communicator, compute_seconds(result.track), switch_asked);
+    if (record.reporter && !switch_asked) {
+      switch_asked = observer.step_measured(step, agreed.compute);
+    }
+    if (const int signal_number = agreed.stop_signal) {
       // Stopped between steps: the step is whole, and so is the checkpoint of it.
       record.stopped_by = signal_number;
       record.steps_done = step + 1;
@@ -207,6 +280,17 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
                          (step + 1) % options.checkpoint_every == 0;
       if (options.checkpoint_dir && !saved) save(step + 1);
       if (record.reporter) observer.stopped(signal_number, step + 1);
+      communicator.stop_watchdog();
+      communicator.barrier();
+      return record;
+    }
+    if (agreed.switch_plans && options.checkpoint_dir) {
+      // As for a stop: the step is whole, and so is the checkpoint the next plan starts from.
+      record.switching_plans = true;
+      record.steps_done = step + 1;
+      const bool saved = options.checkpoint_every > 0 && (step + 1) % options.checkpoint_every == 0;
+      if (!saved) save(step + 1);
+      if (record.reporter) observer.switching(step + 1);
       communicator.stop_watchdog();
       communicator.barrier();
       return record;

@@ -51,6 +51,10 @@ struct TrainOptions {
   bool overwrite = false;
   // Refuse to start where a process is not where the plan put it (device_check.h).
   bool check_placement = true;
+  // A file of "DEVICE SPEED" lines the processes read at each step boundary when it has
+  // changed: the stand-in on that device computes at that speed from then on (emulated
+  // throttling; stand_in_clock.h).
+  std::optional<std::string> stand_in_speeds;
 };
 
 // What a run trains in: `requested` (--dtype: fp32, fp64, bf16, fp16) where given, else

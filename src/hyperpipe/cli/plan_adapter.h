@@ -1,0 +1,79 @@
+// `train --adapt`: rank 0 watches each device's compute against what the plan was made
+// for (the simulator's busy time per device group, from the run's profiles). When a
+// device stays slower than that by more than a threshold for several steps (throttling, a
+// co-tenant, a slower replacement), it plans again with the measured speeds and, if the
+// new plan's predicted gain over the rest of the run pays for the switch (estimated from
+// this run's own start-up), writes it and asks the run to checkpoint and end;
+// `launch --adapt` then resumes with it. Plain types: no libtorch.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "hyperpipe/cluster/cluster.h"
+#include "hyperpipe/cost/profile_db.h"
+#include "hyperpipe/model/model.h"
+#include "hyperpipe/plan/plan.h"
+#include "hyperpipe/planner/replan.h"
+
+namespace hyperpipe::cli {
+
+// A device 15% slower than planned is about the spread of one GPU type's parts and
+// clocks (and of this host's own drift over a minute, README "Performance"): less is noise.
+inline constexpr double kDefaultAdaptThreshold = 0.15;
+// Steps in a row before acting: one slow step is a hiccup (a checkpoint, a page fault).
+inline constexpr int kDefaultAdaptSteps = 5;
+// The least predicted gain worth a switch, as a share of the iteration.
+inline constexpr double kDefaultAdaptGain = 0.05;
+
+// Where a switch is written, beside the checkpoints, for the launcher.
+inline constexpr const char* kSwitchFile = "switch.json";
+inline constexpr const char* kSwitchFormat = "hyperpipe.switch/1";
+// The speeds the latest adapted plan was made for, so the run that resumes with it
+// measures against them instead of the profiles alone.
+inline constexpr const char* kPlannedSpeedsFile = "planned_speeds.json";
+
+struct AdaptSettings {
+  double threshold = kDefaultAdaptThreshold;
+  int steps = kDefaultAdaptSteps;
+  double gain = kDefaultAdaptGain;
+};
+
+struct AdaptInputs {
+  plan::Plan plan;
+  std::string plan_path;
+  model::Model model;  // as the run computes it (its dtype)
+  cluster::Cluster cluster;
+  std::optional<std::string> cluster_option;  // train --cluster, if given
+  cost::ProfileDb profiles;
+  std::string elastic_dir;  // CHECKPOINT_DIR/elastic
+  int64_t steps = 0;        // of the whole run
+  bool resumed = false;     // the run resumed: the speeds its plan was made for may be on file
+};
+
+class PlanAdapter {
+ public:
+  PlanAdapter(AdaptInputs inputs, AdaptSettings settings, std::ostream& out);
+
+  // Each rank's compute in `step`, by rank; `switch_cost`: seconds a switch is expected to
+  // take. True when the run should switch to the plan written to kSwitchFile.
+  bool measured(int64_t step, const std::vector<double>& compute, double switch_cost);
+
+ private:
+  // Plans again at the speeds measured; true when the new plan pays and is written.
+  bool consider(int64_t step, const planner::DeviceSpeeds& speeds, double switch_cost);
+
+  AdaptInputs inputs_;
+  AdaptSettings settings_;
+  std::ostream& out_;
+  std::vector<int> device_of_rank_;
+  std::vector<double> expected_;            // compute per rank, seconds
+  std::vector<std::deque<double>> recent_;  // expected ÷ measured, by rank
+  planner::DeviceSpeeds accepted_;          // speeds already planned for
+};
+
+}  // namespace hyperpipe::cli

@@ -1,0 +1,118 @@
+#include "hyperpipe/cli/plan_adapter.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/sim/plan_simulation.h"
+#include "test_files.h"
+
+namespace hyperpipe::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Three H200s, one per node, for which tests/data has OPT-350m's per-layer profiles.
+constexpr const char* kThreeH200s = R"(name: three-h200
+nodes:
+  - {name: h0, gpu: H200, count: 1}
+  - {name: h1, gpu: H200, count: 1}
+  - {name: h2, gpu: H200, count: 1}
+links: {intra_island: {bandwidth: 50 GB/s, latency: 5 us}}
+)";
+
+struct Fixture {
+  std::string dir = hyperpipe::testing::temp_path("plan-adapter");
+  model::Model model = model::load_model(HYPERPIPE_TEST_DATA "/opt-350m-fp32.yaml");
+  cost::ProfileDb profiles = cost::ProfileDb::load_for(
+      HYPERPIPE_TEST_DATA "/opt-350m-h200-profiles.json", "opt-350m-fp32");
+  cluster::Cluster cluster =
+      cluster::read_cluster_yaml(YamlField::load_string(kThreeH200s, "three-h200"));
+  plan::Plan plan;
+  std::vector<double> expected;  // each rank's compute per step, by the simulator
+  std::ostringstream log;
+
+  Fixture() {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir + "/cluster.yaml") << kThreeH200s;
+    plan.model = HYPERPIPE_TEST_DATA "/opt-350m-fp32.yaml";
+    plan.cluster = dir + "/cluster.yaml";
+    plan.micro_batch_size = 1;
+    plan.micro_batches = 8;
+    const int layers = model.num_layers();
+    for (int s = 0; s < 3; ++s) {
+      plan.stages.push_back(
+          {layers * s / 3, layers * (s + 1) / 3, {s}, 1, 1, model::Recompute::none});
+    }
+    const cost::CostModel costs(model, cluster, {}, &profiles);
+    for (const auto& rank : sim::simulate_plan(costs, plan).output.ranks) {
+      expected.push_back(rank.busy);
+    }
+  }
+
+  PlanAdapter adapter(int64_t steps) {
+    return PlanAdapter(AdaptInputs{plan, dir + "/plan.json", model, cluster, std::nullopt, profiles,
+                                   dir + "/elastic", steps, false},
+                       AdaptSettings{}, log);
+  }
+
+  // The compute of a step with device 0 at `speed` of its profile.
+  std::vector<double> step(double speed) const {
+    std::vector<double> compute = expected;
+    compute[0] /= speed;
+    return compute;
+  }
+};
+
+TEST(PlanAdapter, DevicesAsFastAsTheirProfilesOrWithinTheThresholdChangeNothing) {
+  Fixture f;
+  PlanAdapter adapter = f.adapter(1000);
+  for (int64_t s = 0; s < 40; ++s) {
+    // Host noise: ±10% around the profile, under the 15% threshold.
+    EXPECT_FALSE(adapter.measured(s, f.step(s % 2 ? 0.9 : 1.1), 1.0)) << s;
+  }
+  EXPECT_FALSE(fs::exists(f.dir + "/elastic/" + kSwitchFile));
+}
+
+TEST(PlanAdapter, ADeviceSlowForEnoughStepsIsPlannedAround) {
+  Fixture f;
+  PlanAdapter adapter = f.adapter(1000);
+  // One slow step among fast ones is a hiccup.
+  EXPECT_FALSE(adapter.measured(0, f.step(0.2), 1.0));
+  EXPECT_FALSE(adapter.measured(1, f.step(1.0), 1.0));
+  for (int64_t s = 2; s < 2 + kDefaultAdaptSteps - 1; ++s) {
+    EXPECT_FALSE(adapter.measured(s, f.step(0.2), 1.0)) << s;
+  }
+  EXPECT_TRUE(adapter.measured(2 + kDefaultAdaptSteps - 1, f.step(0.2), 1.0)) << f.log.str();
+  const auto decided = nlohmann::json::parse(std::ifstream(f.dir + "/elastic/" + kSwitchFile));
+  EXPECT_NEAR(decided["speeds"]["0"].get<double>(), 0.2, 1e-9);
+  EXPECT_LT(decided["predicted_iteration_s"]["after"].get<double>(),
+            decided["predicted_iteration_s"]["before"].get<double>());
+  // The adapted plan gives device 0 fewer layers than the third it had.
+  const plan::Plan next = plan::load_plan(decided["plan"].get<std::string>());
+  int on_zero = 0;
+  for (const auto& stage : next.stages) {
+    if (stage.devices == std::vector<int>{0}) on_zero += stage.end_layer - stage.first_layer;
+  }
+  EXPECT_LT(on_zero, f.model.num_layers() / 3) << f.log.str();
+}
+
+TEST(PlanAdapter, KeepsThePlanWhenTheSwitchWouldNotPayBeforeTheEnd) {
+  Fixture f;
+  PlanAdapter adapter = f.adapter(kDefaultAdaptSteps + 3);  // two steps left after the switch
+  bool switched = false;
+  for (int64_t s = 0; s < kDefaultAdaptSteps; ++s) {
+    switched = switched || adapter.measured(s, f.step(0.2), /*switch_cost=*/1000.0);
+  }
+  EXPECT_FALSE(switched);
+  EXPECT_NE(f.log.str().find("does not pay for the switch before the run ends"), std::string::npos)
+      << f.log.str();
+}
+
+}  // namespace
+}  // namespace hyperpipe::cli
