@@ -251,22 +251,28 @@ TEST(Elastic, AThrottledDeviceIsPlannedAroundWithAdapt) {
   const std::string log = slurp(dir + "/log.txt");
   ASSERT_EQ(code, 0) << log;
   EXPECT_NE(log.find("device 0 (A100-40GB) at 0."), std::string::npos) << log;
+  // One switch, or more where a loaded host made a stand-in look slower than it was first
+  // (the adapter then measures again on the new plan): each a switch, the last made for
+  // device 0 well under half its speed.
   const auto transitions =
       nlohmann::json::parse(slurp(dir + "/checkpoints/elastic/recovery.json"))["recoveries"];
-  ASSERT_EQ(transitions.size(), 1u) << log;
-  const auto& adapted = transitions[0];
-  EXPECT_EQ(adapted["kind"], "switch");
+  ASSERT_GE(transitions.size(), 1u) << log;
+  for (const auto& transition : transitions) EXPECT_EQ(transition["kind"], "switch");
+  const auto& adapted = transitions.back();
   EXPECT_LT(adapted["speeds"]["0"].get<double>(), 0.5);
-  const int64_t switched = adapted["steps_done"];
-  // The old plan throttled (from the step after the change was seen, up to the switch)
-  // against the new plan (its first step, a warm-up, left out).
+  const int64_t first_switch = transitions.front()["steps_done"];
+  const int64_t last_switch = adapted["steps_done"];
+  // The old plan throttled (the steps the first switch was decided on) against the last
+  // plan (its first step, a warm-up, left out).
   const auto seconds = metric_seconds(dir);
   ASSERT_EQ(seconds.size(), static_cast<size_t>(kSteps)) << log;
-  ASSERT_GE(switched, 6) << log;
-  const std::vector<double> old_plan(seconds.begin() + switched - 3, seconds.begin() + switched);
-  const std::vector<double> new_plan(seconds.begin() + switched + 1, seconds.end());
+  ASSERT_GE(first_switch, 4) << log;
+  ASSERT_LE(last_switch + 4, kSteps) << log;
+  const std::vector<double> old_plan(seconds.begin() + first_switch - 3,
+                                     seconds.begin() + first_switch);
+  const std::vector<double> new_plan(seconds.begin() + last_switch + 1, seconds.end());
   EXPECT_LT(median_of(new_plan), median_of(old_plan)) << log;
-  // The new plan keeps work off the throttled A100 stand-in: fewer layers there than the
+  // The last plan keeps work off the throttled A100 stand-in: fewer layers there than the
   // five it had.
   const plan::Plan next = plan::load_plan(adapted["plan"].get<std::string>());
   int layers_on_zero = 0;

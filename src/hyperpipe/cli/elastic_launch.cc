@@ -118,6 +118,12 @@ class ElasticRun {
     }
     elastic_dir_ = (fs::path(*checkpoint_dir) / kElasticDirectory).string();
     fs::create_directories(elastic_dir_);
+    // A new run must not take an earlier one's pending switch or measured speeds for its own.
+    if (!has_flag(extras, "--resume")) {
+      for (const char* stale : {kSwitchFile, kPlannedSpeedsFile}) {
+        fs::remove(fs::path(elastic_dir_) / stale);
+      }
+    }
     if (const auto profiles = option_value(extras, "--profiles")) {
       profiles_ = cost::ProfileDb::load_for(*profiles, checked_.model.config().name);
     }
