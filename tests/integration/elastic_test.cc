@@ -9,6 +9,7 @@
 #include <set>
 
 #include "hyperpipe/common/crc32.h"
+#include "hyperpipe/common/statistics.h"
 #include "hyperpipe/plan/plan.h"
 #include "hyperpipe/runtime/checkpoint.h"
 #include "run_helpers.h"
@@ -202,20 +203,6 @@ TEST(Elastic, AWorkerKilledWhileSavingLeavesThePreviousCheckpointToResumeFrom) {
   expect_every_checkpoint_intact(dir + "/checkpoints");
 }
 
-// The rank-0 step times of a run's metrics, step by step.
-std::vector<double> metric_seconds(const std::string& dir) {
-  std::vector<double> seconds;
-  std::ifstream in(dir + "/metrics.jsonl");
-  std::string line;
-  while (std::getline(in, line)) seconds.push_back(nlohmann::json::parse(line)["seconds"]);
-  return seconds;
-}
-
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.at(values.size() / 2);
-}
-
 // The shipped tiny-gpt over the A100, V100 and T4 stand-ins of cpu-emulated, profiled
 // first; once step 2 is checkpointed, the A100 stand-in drops to a tenth of its speed
 // (emulated throttling). --adapt sees it, re-plans at the measured speeds and switches;
@@ -264,14 +251,14 @@ TEST(Elastic, AThrottledDeviceIsPlannedAroundWithAdapt) {
   const int64_t last_switch = adapted["steps_done"];
   // The old plan throttled (the steps the first switch was decided on) against the last
   // plan (its first step, a warm-up, left out).
-  const auto seconds = metric_seconds(dir);
+  const auto seconds = metric_values(dir, "seconds");
   ASSERT_EQ(seconds.size(), static_cast<size_t>(kSteps)) << log;
   ASSERT_GE(first_switch, 4) << log;
   ASSERT_LE(last_switch + 4, kSteps) << log;
   const std::vector<double> old_plan(seconds.begin() + first_switch - 3,
                                      seconds.begin() + first_switch);
   const std::vector<double> new_plan(seconds.begin() + last_switch + 1, seconds.end());
-  EXPECT_LT(median_of(new_plan), median_of(old_plan)) << log;
+  EXPECT_LT(median(new_plan), median(old_plan)) << log;
   // The last plan keeps work off the throttled A100 stand-in: fewer layers there than the
   // five it had.
   const plan::Plan next = plan::load_plan(adapted["plan"].get<std::string>());

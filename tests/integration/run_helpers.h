@@ -60,13 +60,18 @@ inline std::map<std::string, torch::Tensor> checkpoint_weights(const std::string
   return weights;
 }
 
-// The losses of dir/metrics.jsonl, step by step.
-inline std::vector<double> metric_losses(const std::string& dir) {
-  std::vector<double> losses;
+// One field of dir/metrics.jsonl, step by step.
+inline std::vector<double> metric_values(const std::string& dir, const std::string& field) {
+  std::vector<double> values;
   std::ifstream in(dir + "/metrics.jsonl");
   std::string line;
-  while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"]);
-  return losses;
+  while (std::getline(in, line)) values.push_back(nlohmann::json::parse(line)[field]);
+  return values;
+}
+
+// The losses of dir/metrics.jsonl, step by step.
+inline std::vector<double> metric_losses(const std::string& dir) {
+  return metric_values(dir, "loss");
 }
 
 // The options for the device the multi-process runs train on: HYPERPIPE_TEST_DEVICE
