@@ -17,6 +17,8 @@ void add_compare_command(CLI::App& app, std::ostream& out);
 void add_export_command(CLI::App& app, std::ostream& out);
 // Starts hyperpipe-worker processes; needs no libtorch itself.
 void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err);
+// Offers devices to a running elastic launch (through its checkpoint directory).
+void add_join_command(CLI::App& app, std::ostream& out);
 // hyperpipe-worker's (with libtorch); `hyperpipe` hands them on (worker.h).
 void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& err);

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "hyperpipe/cli/app.h"
+#include "hyperpipe/cli/elastic_join.h"
 #include "hyperpipe/cli/plan_adapter.h"
 #include "hyperpipe/cli/worker.h"
 #include "hyperpipe/cli/worker_arguments.h"
@@ -77,7 +78,8 @@ bool finish_recovery(Recovery& recovery, std::ostream& err) {
                {"first_step", between("checkpoint_loaded", "first_step_done")},
                {"total", between("failure_seen", "first_step_done")}};
   recovery.record["seconds"] = seconds;
-  const bool loss = recovery.record["kind"] == "loss";
+  const std::string kind = recovery.record["kind"];
+  const bool loss = kind == "loss";
   const std::string stop_and_plan =
       loss ? fmt::format("the others stopped in {}, re-planned in {}, ",
                          format_duration(seconds["stopping"]), format_duration(seconds["replan"]))
@@ -86,7 +88,7 @@ bool finish_recovery(Recovery& recovery, std::ostream& err) {
              "[elastic] {} {}: {} from {} to the first step on the new plan ({}processes "
              "started and joined in {}, layers built in {}, checkpoint of step {} loaded in {}, "
              "first step {})\n",
-             loss ? "recovery" : "switch", recovery.record["restart"].get<int>(),
+             loss ? "recovery" : kind, recovery.record["restart"].get<int>(),
              format_duration(seconds["total"]),
              loss ? "the loss seen" : "the old plan's processes ending", stop_and_plan,
              format_duration(seconds["start_and_join"]), format_duration(seconds["build"]),
@@ -94,6 +96,15 @@ bool finish_recovery(Recovery& recovery, std::ostream& err) {
              format_duration(seconds["checkpoint_load"]), format_duration(seconds["first_step"]))
       << std::flush;
   return true;
+}
+
+// An option's number, as `train` reads it (it refuses what is not one before any step).
+double number(const std::string& text) {
+  try {
+    return std::stod(text);
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 class ElasticRun {
@@ -118,6 +129,13 @@ class ElasticRun {
     }
     elastic_dir_ = (fs::path(*checkpoint_dir) / kElasticDirectory).string();
     fs::create_directories(elastic_dir_);
+    // Requests and hand-overs are for a launcher that is running: none is for this one yet.
+    clear_joins(elastic_dir_);
+    clear_handover(elastic_dir_);
+    if (const auto gain = option_value(extras, "--adapt-gain")) join_gain_ = number(*gain);
+    if (const auto every = option_value(extras, "--checkpoint-every")) {
+      checkpoint_every_ = static_cast<int64_t>(number(*every));
+    }
     // A new run must not take an earlier one's pending switch or measured speeds for its own.
     if (!has_flag(extras, "--resume")) {
       for (const char* stale : {kSwitchFile, kPlannedSpeedsFile}) {
@@ -158,24 +176,34 @@ class ElasticRun {
         arguments = without_option(arguments, "--startup-record", true);
         arguments.insert(arguments.end(), {"--startup-record", recovery_->startup_path});
       }
+      if (!has_flag(arguments, "--hand-over-on-request")) {
+        arguments.push_back("--hand-over-on-request");
+      }
       spec.command.insert(spec.command.end(), arguments.begin(), arguments.end());
       spec.processes = static_cast<int>(devices.size());
       spec.handover_exit_code = kExitPlanSwitch;
       spec.local_ranks.clear();
       for (int device : devices) spec.local_ranks.push_back(local_rank_of_.at(device));
       if (recovery_) recovery_->record["times"]["relaunched"] = epoch_seconds(Clock::now());
-      // Each recovery is reported as soon as the new run's first step is done.
+      // Each recovery is reported as soon as the new run's first step is done; devices
+      // offered meanwhile (hyperpipe join) are answered as they come.
+      clear_handover(elastic_dir_);
       spec.tick = [this] {
         if (recovery_ && !recovery_->finished && finish_recovery(*recovery_, err_)) {
           write_recoveries();
         }
+        take_joins();
       };
       const auto result = launch::launch_processes(spec, out_, err_);
       const bool handed_over =
           result.failed_rank < 0 && !result.signal &&
           std::count(result.codes.begin(), result.codes.end(), kExitPlanSwitch) > 0;
       if (handed_over) {
-        switch_plans(result, restart + 1);
+        if (const auto reason = handover_requested(elastic_dir_)) {
+          replan_with_joined(result, *reason, restart + 1);
+        } else {
+          switch_plans(result, restart + 1);
+        }
         continue;
       }
       if (result.exit_code == 0) return;
@@ -225,32 +253,17 @@ class ElasticRun {
     const double before = predicted_iteration(plan_);
     planner::Replanned replanned;
     try {
-      replanned = planner::replan(plan_, model_, checked_.cluster, available_,
-                                  profiles_ ? &*profiles_ : nullptr);
+      replanned = plan_available();
     } catch (const InputError& error) {
       throw InputError(
           "--elastic", fmt::format("after losing device {}", device),
           fmt::format("a plan that fits the {} device(s) left ({}); none does: {}",
                       available_.size(), plan::format_devices(available_), error.expected()));
     }
-    plan_ = std::move(replanned.plan);
-    // The model the first plan names, and the cluster the run is on (--cluster's, if given).
-    plan_.model = model_reference_;
-    plan_.cluster = cluster_reference_;
-    plan_path_ = (fs::path(elastic_dir_) / fmt::format("restart-{}.plan.json", restart)).string();
-    json document = plan::to_json(plan_);
-    document["predicted"] = {{"iteration_time_s", replanned.iteration_time}};
-    write_file_atomically(plan_path_, document.dump(2) + "\n");
-    log_line(fmt::format("re-planned in {}: {}; predicted iteration {} (was {}); written to {}",
-                         format_duration(replanned.seconds), plan::format_stages(plan_),
-                         format_duration(replanned.iteration_time), format_duration(before),
-                         plan_path_));
+    adopt(replanned, before, restart);
     log_line(fmt::format("restart {} of at most {}: resuming from the last complete checkpoint",
                          losses_, settings_.max_restarts));
-    Recovery recovery;
-    recovery.startup_path =
-        (fs::path(elastic_dir_) / fmt::format("restart-{}.startup.json", restart)).string();
-    fs::remove(recovery.startup_path);
+    Recovery recovery = recovery_for(restart);
     recovery.record = {
         {"restart", restart},
         {"kind", "loss"},
@@ -264,6 +277,119 @@ class ElasticRun {
          {{"failure_seen", epoch_seconds(result.failure_seen)},
           {"others_stopped", epoch_seconds(result.all_exited)},
           {"replanned", epoch_seconds(Clock::now())}}}};
+    begin_recovery(std::move(recovery));
+  }
+
+  // The devices offered since the last look (hyperpipe join): each is answered; one that
+  // makes a faster plan has the run hand over after its next checkpoint, the others are
+  // kept as spares that the next plan (after a loss) may use.
+  void take_joins() {
+    for (int device : join_requests(elastic_dir_)) {
+      if (const auto refusal = join_refusal(checked_.cluster, available_, device)) {
+        log_line(fmt::format("device {} offered: refused: {}", device, *refusal));
+        answer_join(elastic_dir_, device, {false, *refusal});
+        continue;
+      }
+      available_.insert(std::upper_bound(available_.begin(), available_.end(), device), device);
+      if (!local_rank_of_.count(device)) {
+        const int slot = static_cast<int>(local_rank_of_.size());
+        local_rank_of_[device] = slot;
+      }
+      joined_.push_back(device);
+      JoinAnswer answer{true, ""};
+      const double now = predicted_iteration(plan_);
+      try {
+        const auto with_it = plan_available();
+        if (with_it.iteration_time < now * (1 - join_gain_)) {
+          request_handover(
+              elastic_dir_,
+              fmt::format("device {} joined: a plan with it is predicted to take {} "
+                          "an iteration (now {})",
+                          device, format_duration(with_it.iteration_time), format_duration(now)));
+          answer.message = fmt::format(
+              "the run plans again with it after its next checkpoint{} (predicted iteration "
+              "{}, now {})",
+              checkpoint_every_ ? fmt::format(" (every {} steps)", *checkpoint_every_)
+                                : " (none before its end: no --checkpoint-every)",
+              format_duration(with_it.iteration_time), format_duration(now));
+        } else {
+          answer.message = fmt::format(
+              "kept as a spare: a plan with it is predicted to take {} an iteration, now {}, "
+              "less than --adapt-gain {:.0f}% faster; the run plans with it after a loss",
+              format_duration(with_it.iteration_time), format_duration(now), join_gain_ * 100);
+        }
+      } catch (const InputError& error) {
+        answer.message = fmt::format("kept as a spare: no plan of the devices there fits ({})",
+                                     error.expected());
+      }
+      log_line(fmt::format("device {} ({}) offered: {}", device,
+                           checked_.cluster.device_type(device).name, answer.message));
+      answer_join(elastic_dir_, device, answer);
+    }
+  }
+
+  // The run checkpointed and ended because devices joined: go on with a plan of every
+  // device there from that checkpoint.
+  void replan_with_joined(const launch::LaunchResult& result, const std::string& reason,
+                          int restart) {
+    log_line(fmt::format("the run ended after its checkpoint: {}", reason));
+    // An adapted plan the run wrote meanwhile is for the devices it had: this one replaces it.
+    const fs::path switch_path = fs::path(elastic_dir_) / kSwitchFile;
+    if (fs::exists(switch_path)) {
+      fs::rename(switch_path,
+                 fs::path(elastic_dir_) / fmt::format("switch-{}.superseded.json", restart));
+    }
+    const double before = predicted_iteration(plan_);
+    const std::vector<int> joined = joined_;
+    adopt(plan_available(), before, restart);
+    Recovery recovery = recovery_for(restart);
+    recovery.record = {{"restart", restart},
+                       {"kind", "join"},
+                       {"joined", joined},
+                       {"devices_left", available_},
+                       {"plan", plan_path_},
+                       {"predicted_iteration_s", {{"before", before}, {"after", last_replan_}}},
+                       {"times",
+                        {{"failure_seen", epoch_seconds(result.all_exited)},
+                         {"others_stopped", epoch_seconds(result.all_exited)},
+                         {"replanned", epoch_seconds(Clock::now())}}}};
+    begin_recovery(std::move(recovery));
+  }
+
+  // The planner's plan for every device there (lost ones aside, spares in).
+  planner::Replanned plan_available() const {
+    return planner::replan(plan_, model_, checked_.cluster, available_,
+                           profiles_ ? &*profiles_ : nullptr);
+  }
+
+  // Goes on with `replanned` (restart `restart`), written beside the checkpoints.
+  void adopt(planner::Replanned replanned, double before, int restart) {
+    plan_ = std::move(replanned.plan);
+    // The model the first plan names, and the cluster the run is on (--cluster's, if given).
+    plan_.model = model_reference_;
+    plan_.cluster = cluster_reference_;
+    plan_path_ = (fs::path(elastic_dir_) / fmt::format("restart-{}.plan.json", restart)).string();
+    json document = plan::to_json(plan_);
+    document["predicted"] = {{"iteration_time_s", replanned.iteration_time}};
+    write_file_atomically(plan_path_, document.dump(2) + "\n");
+    last_replan_ = replanned.iteration_time;
+    joined_.clear();  // every device there is in this plan's search
+    log_line(fmt::format("re-planned in {}: {}; predicted iteration {} (was {}); written to {}",
+                         format_duration(replanned.seconds), plan::format_stages(plan_),
+                         format_duration(replanned.iteration_time), format_duration(before),
+                         plan_path_));
+  }
+
+  // Restart `restart`'s recovery, its start-up record to be written afresh.
+  Recovery recovery_for(int restart) const {
+    Recovery recovery;
+    recovery.startup_path =
+        (fs::path(elastic_dir_) / fmt::format("restart-{}.startup.json", restart)).string();
+    fs::remove(recovery.startup_path);
+    return recovery;
+  }
+
+  void begin_recovery(Recovery recovery) {
     if (recovery_) recoveries_.push_back(recovery_->record);
     recovery_ = std::move(recovery);
     write_recoveries();
@@ -284,10 +410,7 @@ class ElasticRun {
     plan_path_ = decided["plan"].get<std::string>();
     plan_ = plan::load_plan(plan_path_);
     log_line(fmt::format("switching to {}: {}", plan_path_, plan::format_stages(plan_)));
-    Recovery recovery;
-    recovery.startup_path =
-        (fs::path(elastic_dir_) / fmt::format("restart-{}.startup.json", restart)).string();
-    fs::remove(recovery.startup_path);
+    Recovery recovery = recovery_for(restart);
     recovery.record = {{"restart", restart},
                        {"kind", "switch"},
                        {"devices_left", available_},
@@ -302,9 +425,7 @@ class ElasticRun {
     // Kept, by switch, beside the plans: the next one writes switch.json afresh.
     fs::rename(switch_path,
                (fs::path(elastic_dir_) / fmt::format("switch-{}.json", restart)).string());
-    if (recovery_) recoveries_.push_back(recovery_->record);
-    recovery_ = std::move(recovery);
-    write_recoveries();
+    begin_recovery(std::move(recovery));
   }
 
   double predicted_iteration(const plan::Plan& plan) const {
@@ -332,7 +453,11 @@ class ElasticRun {
   std::string model_reference_;  // as restart plans name them
   std::string cluster_reference_;
   std::map<int, int> local_rank_of_;
-  std::vector<int> available_;        // devices not lost, ascending
+  std::vector<int> available_;            // devices not lost (spares that joined in), ascending
+  std::vector<int> joined_;               // devices that joined since the last plan was made
+  double join_gain_ = kDefaultAdaptGain;  // a plan with a device that joined must gain this
+  std::optional<int64_t> checkpoint_every_;
+  double last_replan_ = 0;            // the latest plan's predicted iteration, seconds
   int losses_ = 0;                    // restarts after a lost device (switches of plan aside)
   std::optional<Recovery> recovery_;  // the latest recovery
   json recoveries_ = json::array();   // those before it

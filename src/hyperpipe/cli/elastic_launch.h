@@ -3,7 +3,9 @@
 // its last complete checkpoint, so no half-applied step survives), the planner plans the
 // model again on the devices left (with the run's profiles), and the run resumes with that
 // plan from the checkpoint, which loads into any split. Each recovery is timed from the
-// launcher seeing the death to the first step on the new plan.
+// launcher seeing the death to the first step on the new plan. A device offered meanwhile
+// (`hyperpipe join`, elastic_join.h) is planned with, and the run hands over to that plan
+// after its next checkpoint where it is faster.
 #pragma once
 
 #include <ostream>

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
                           "Train with a plan: this process's device of it (see `hyperpipe launch`)",
                           argc, args),
       cli::add_launch_command,
+      planning(cli::add_join_command),
   };
   program.version = [argc, args]() -> std::string {
     // The worker knows the libtorch it loads and whether CUDA and NCCL work here.

@@ -7,6 +7,7 @@
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/elastic_launch.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/train_report.h"
 #include "hyperpipe/common/error.h"
@@ -125,6 +126,11 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "a switch")
       ->default_val(kDefaultAdaptGain)
       ->check(CLI::Range(0.0, 1.0));
+  auto hand_over = std::make_shared<bool>(false);
+  command->add_flag("--hand-over-on-request", *hand_over,
+                    "After each checkpoint, end (exit 75) if `hyperpipe launch --elastic` asks in "
+                    "CHECKPOINT_DIR/elastic/handover.json (it has a plan with devices that "
+                    "joined); the elastic launcher passes it");
   command->add_option("--stand-in-speeds", options->stand_in_speeds,
                       "A file of `DEVICE SPEED` lines, read at each step boundary when it "
                       "changes: the stand-in on that device computes at that speed from then on "
@@ -145,7 +151,7 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "  torchrun --nproc-per-node 3 --no-python hyperpipe train --plan plan.json --data "
       "corpus.txt");
   command->callback([options, report, profiles_path, timeout_seconds, seed, check_only, format,
-                     no_placement_check, adapt, adapt_settings, &out, &err] {
+                     no_placement_check, adapt, adapt_settings, hand_over, &out, &err] {
     options->check_placement = !*no_placement_check;
     options->seed = static_cast<uint64_t>(*seed);
     options->data_seed = static_cast<uint64_t>(*seed);
@@ -186,10 +192,19 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                          "(where the run goes on from)");
       }
       progress.adapt_with(std::make_unique<PlanAdapter>(
-          AdaptInputs{plan, options->plan_path, as_run, cluster, options->cluster, *profiles,
-                      (std::filesystem::path(*options->checkpoint_dir) / "elastic").string(),
-                      options->steps, options->resume},
+          AdaptInputs{
+              plan, options->plan_path, as_run, cluster, options->cluster, *profiles,
+              (std::filesystem::path(*options->checkpoint_dir) / kElasticDirectory).string(),
+              options->steps, options->resume},
           *adapt_settings, report->json ? err : out));
+    }
+    if (*hand_over) {
+      if (!options->checkpoint_dir) {
+        throw InputError("--hand-over-on-request", "",
+                         "--checkpoint-dir (the launcher asks in it, and the run goes on from it)");
+      }
+      progress.hand_over_on_request(
+          (std::filesystem::path(*options->checkpoint_dir) / kElasticDirectory).string());
     }
     try {
       const auto record = runtime::train(*options, progress);
@@ -198,6 +213,12 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
         throw CommandFailed(fmt::format("stopped by {} after step {}",
                                         signal_name(record.stopped_by), record.steps_done),
                             128 + record.stopped_by);
+      }
+      if (record.switching_plans && progress.handed_over_for()) {
+        throw CommandFailed(fmt::format("checkpointed after step {} for the launcher to go on "
+                                        "with another plan: {}",
+                                        record.steps_done, *progress.handed_over_for()),
+                            kExitPlanSwitch);
       }
       if (record.switching_plans) {
         throw CommandFailed(

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "hyperpipe/cli/elastic_join.h"
 #include "hyperpipe/cli/timeline_comparison.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/quantity.h"
@@ -151,6 +152,16 @@ bool TrainProgress::step_measured(int64_t step, const std::vector<double>& compu
   const double startup =
       startup_.value("first_step_done", 0.0) - startup_.value("reporter_created", 0.0);
   return adapter_->measured(step, compute, startup);
+}
+
+bool TrainProgress::hand_over_after_checkpoint(int64_t steps_done) {
+  if (!handover_dir_) return false;
+  handed_over_for_ = handover_requested(*handover_dir_);
+  if (!handed_over_for_) return false;
+  out_ << fmt::format("the launcher asks for the run to end after the checkpoint of step {}: {}\n",
+                      steps_done, *handed_over_for_)
+       << std::flush;
+  return true;
 }
 
 void TrainProgress::switching(int64_t steps_done) {

@@ -61,10 +61,16 @@ class TrainProgress : public runtime::TrainObserver {
   void checkpoint_saved(int64_t steps_done) override;
   void stopped(int signal_number, int64_t steps_done) override;
   bool step_measured(int64_t step, const std::vector<double>& compute) override;
+  bool hand_over_after_checkpoint(int64_t steps_done) override;
   void switching(int64_t steps_done) override;
 
   // train --adapt: the adapter hears each step's compute.
   void adapt_with(std::unique_ptr<PlanAdapter> adapter) { adapter_ = std::move(adapter); }
+  // train --hand-over-on-request: after each checkpoint, end if the elastic launcher asks
+  // (elastic_join.h) in `elastic_dir`.
+  void hand_over_on_request(std::string elastic_dir) { handover_dir_ = std::move(elastic_dir); }
+  // Why the run handed over at the launcher's request, if it did.
+  const std::optional<std::string>& handed_over_for() const { return handed_over_for_; }
 
   // Writes the metrics file (at the end of a run that ran every step).
   void write_metrics() const;
@@ -81,6 +87,8 @@ class TrainProgress : public runtime::TrainObserver {
   // Start-up milestones, seconds since the Unix epoch (comparable across processes).
   nlohmann::json startup_ = nlohmann::json::object();
   std::unique_ptr<PlanAdapter> adapter_;
+  std::optional<std::string> handover_dir_;
+  std::optional<std::string> handed_over_for_;
   void mark_startup(const char* milestone);
 };
 

@@ -259,6 +259,9 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
         ((options.checkpoint_every > 0 && (step + 1) % options.checkpoint_every == 0) ||
          step + 1 == options.steps)) {
       save(step + 1);
+      if (record.reporter && step + 1 < options.steps && !switch_asked) {
+        switch_asked = observer.hand_over_after_checkpoint(step + 1);
+      }
     }
     if (options.trace_step && step == trace_step) send_track(result.track);
     if (!options.trace_step) {

@@ -1,0 +1,127 @@
+#include "hyperpipe/cli/elastic_join.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "hyperpipe/common/output_file.h"
+
+namespace hyperpipe::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kRequestSuffix = ".request.json";
+constexpr const char* kAnswerSuffix = ".answer.json";
+
+fs::path joins_dir(const std::string& elastic_dir) {
+  return fs::path(elastic_dir) / kJoinsDirectory;
+}
+
+fs::path request_path(const std::string& elastic_dir, int device) {
+  return joins_dir(elastic_dir) / fmt::format("device-{}{}", device, kRequestSuffix);
+}
+
+fs::path answer_path(const std::string& elastic_dir, int device) {
+  return joins_dir(elastic_dir) / fmt::format("device-{}{}", device, kAnswerSuffix);
+}
+
+// The file's JSON document, or nothing when it is missing or not whole (files here are
+// written by rename, so a reader sees all of one or none).
+std::optional<json> read_document(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  json document = json::parse(in, nullptr, false);
+  if (document.is_discarded() || !document.is_object()) return std::nullopt;
+  return document;
+}
+
+}  // namespace
+
+void request_join(const std::string& elastic_dir, int device) {
+  fs::create_directories(joins_dir(elastic_dir));
+  fs::remove(answer_path(elastic_dir, device));
+  write_file_atomically(request_path(elastic_dir, device).string(),
+                        json{{"format", kJoinFormat}, {"device", device}}.dump() + "\n");
+}
+
+std::vector<int> join_requests(const std::string& elastic_dir) {
+  std::vector<int> devices;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(joins_dir(elastic_dir), error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= std::string(kRequestSuffix).size() ||
+        name.compare(name.size() - std::string(kRequestSuffix).size(), std::string::npos,
+                     kRequestSuffix) != 0) {
+      continue;
+    }
+    const auto request = read_document(entry.path());
+    if (!request || request->value("format", "") != kJoinFormat ||
+        !(*request)["device"].is_number_integer()) {
+      continue;
+    }
+    const int device = (*request)["device"].get<int>();
+    if (!fs::exists(answer_path(elastic_dir, device))) devices.push_back(device);
+  }
+  std::sort(devices.begin(), devices.end());
+  return devices;
+}
+
+void answer_join(const std::string& elastic_dir, int device, const JoinAnswer& answer) {
+  write_file_atomically(answer_path(elastic_dir, device).string(),
+                        json{{"format", kJoinFormat},
+                             {"device", device},
+                             {"accepted", answer.accepted},
+                             {"message", answer.message}}
+                                .dump() +
+                            "\n");
+}
+
+std::optional<JoinAnswer> join_answer(const std::string& elastic_dir, int device) {
+  const auto document = read_document(answer_path(elastic_dir, device));
+  if (!document || !(*document)["accepted"].is_boolean()) return std::nullopt;
+  return JoinAnswer{(*document)["accepted"].get<bool>(), document->value("message", "")};
+}
+
+void withdraw_join(const std::string& elastic_dir, int device) {
+  fs::remove(request_path(elastic_dir, device));
+  fs::remove(answer_path(elastic_dir, device));
+}
+
+void clear_joins(const std::string& elastic_dir) {
+  fs::remove_all(joins_dir(elastic_dir));
+}
+
+std::optional<std::string> join_refusal(const cluster::Cluster& cluster,
+                                        const std::vector<int>& in_run, int device) {
+  const int count = static_cast<int>(cluster.devices().size());
+  if (device < 0 || device >= count) {
+    return fmt::format("the run's cluster {} has devices 0 to {}; there is no device {}",
+                       cluster.name(), count - 1, device);
+  }
+  if (std::find(in_run.begin(), in_run.end(), device) != in_run.end()) {
+    return fmt::format("device {} is in the run already", device);
+  }
+  return std::nullopt;
+}
+
+void request_handover(const std::string& elastic_dir, const std::string& reason) {
+  write_file_atomically((fs::path(elastic_dir) / kHandoverFile).string(),
+                        json{{"format", kHandoverFormat}, {"reason", reason}}.dump() + "\n");
+}
+
+std::optional<std::string> handover_requested(const std::string& elastic_dir) {
+  const auto document = read_document(fs::path(elastic_dir) / kHandoverFile);
+  if (!document || document->value("format", "") != kHandoverFormat) return std::nullopt;
+  return document->value("reason", "the launcher asks");
+}
+
+void clear_handover(const std::string& elastic_dir) {
+  fs::remove(fs::path(elastic_dir) / kHandoverFile);
+}
+
+}  // namespace hyperpipe::cli
