@@ -26,43 +26,81 @@ std::string step_directory(const std::string& dir, int64_t steps) {
   return (fs::path(dir) / fmt::format("step-{:08d}", steps)).string();
 }
 
-// Writes one chunk: parameters under their names, AdamW state under name/exp_avg,
-// name/exp_avg_sq and name/step. Whole tensors, whatever the tensor parallelism and the
-// optimizer's sharding: every shard of the chunk calls this (the slices are joined across
-// them), the first writes. The weights are what AdamW updates (fp32 masters under mixed
-// precision), so a run resumes in any dtype without losing what the 16-bit copies round
-// away.
-void write_chunk(const std::string& path, StageModule& module,
-                 const std::vector<TrainedState>& states) {
-  torch::serialize::OutputArchive archive;
+// One chunk's tensors as a checkpoint file holds them: parameters under their names, AdamW
+// state under name/exp_avg, name/exp_avg_sq and name/step. Whole tensors, whatever the
+// tensor parallelism and the optimizer's sharding: every shard of the chunk calls this
+// (the slices are joined across them). The weights are what AdamW updates (fp32 masters
+// under mixed precision), so a run resumes in any dtype without losing what the 16-bit
+// copies round away. Copies, on the CPU: the live tensors change with the next step.
+std::vector<std::pair<std::string, torch::Tensor>> chunk_snapshot(
+    StageModule& module, const std::vector<TrainedState>& states) {
   const auto whole = [&](const std::string& name, const torch::Tensor& mine) {
     const auto split = module.split(name);
-    return (split ? whole_of(mine.detach(), *split, module.shard()) : mine.detach()).cpu();
+    const torch::Tensor joined = split ? whole_of(mine.detach(), *split, module.shard()) : mine;
+    // .cpu() of a CPU tensor is the tensor itself; of a GPU one, a copy already.
+    return joined.is_cpu() ? joined.detach().clone() : joined.detach().cpu();
   };
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
   size_t i = 0;
   for (const auto& item : module.named_parameters()) {
     const TrainedState& state = states.at(i++);
-    archive.write(item.key(), whole(item.key(), state.value));
+    tensors.emplace_back(item.key(), whole(item.key(), state.value));
     if (!state.exp_avg.defined()) continue;  // no step taken yet
-    archive.write(item.key() + "/exp_avg", whole(item.key(), state.exp_avg));
-    archive.write(item.key() + "/exp_avg_sq", whole(item.key(), state.exp_avg_sq));
-    archive.write(item.key() + "/step", torch::tensor(state.steps, torch::kLong));
+    tensors.emplace_back(item.key() + "/exp_avg", whole(item.key(), state.exp_avg));
+    tensors.emplace_back(item.key() + "/exp_avg_sq", whole(item.key(), state.exp_avg_sq));
+    tensors.emplace_back(item.key() + "/step", torch::tensor(state.steps, torch::kLong));
   }
-  if (module.shard().rank != 0) return;
-  const std::string temporary = path + ".partial";
-  archive.save_to(temporary);
-  fs::rename(temporary, path);
+  return tensors;
+}
+
+struct ChunkToWrite {
+  std::string path;
+  std::pair<int, int> layers;
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+};
+
+// Writes the chunks (to temporary names, renamed into place); their manifest entries.
+nlohmann::json write_chunks(const std::vector<ChunkToWrite>& chunks) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& chunk : chunks) {
+    torch::serialize::OutputArchive archive;
+    for (const auto& [name, tensor] : chunk.tensors) archive.write(name, tensor);
+    const std::string temporary = chunk.path + ".partial";
+    archive.save_to(temporary);
+    fs::rename(temporary, chunk.path);
+    files.push_back({{"name", fs::path(chunk.path).filename().string()},
+                     {"layers", {chunk.layers.first, chunk.layers.second}},
+                     {"bytes", fs::file_size(chunk.path)},
+                     {"crc32", file_crc32(chunk.path)}});
+  }
+  return files;
+}
+
+std::string files_key(int64_t steps_done, int rank) {
+  return fmt::format("checkpoint/{}/{}", steps_done, rank);
 }
 
 }  // namespace
 
-void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor& executor,
-                     Communicator& communicator, const RankLayout& layout,
-                     const nlohmann::json& plan, const std::string& model_name,
-                     const nlohmann::json& run) {
-  const std::string where = step_directory(dir, steps_done);
+CheckpointWriter::CheckpointWriter(std::string dir, Communicator& communicator,
+                                   const RankLayout& layout, nlohmann::json plan,
+                                   std::string model_name, nlohmann::json run)
+    : dir_(std::move(dir)),
+      communicator_(communicator),
+      layout_(layout),
+      plan_(std::move(plan)),
+      model_name_(std::move(model_name)),
+      run_(std::move(run)) {}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (files_.valid()) files_.wait();
+}
+
+void CheckpointWriter::begin(int64_t steps_done, const Executor& executor) {
+  complete();
+  const std::string where = step_directory(dir_, steps_done);
   const auto& role = executor.role();
-  nlohmann::json files = nlohmann::json::array();
+  std::vector<ChunkToWrite> chunks;
   // The plan's own pipeline holds every layer; its first data-parallel ranks write, the
   // others of a sharded optimizer gather their parts of the state to them.
   if (role.pipeline == 0 && (role.dp_index == 0 || executor.shards_optimizer())) {
@@ -71,34 +109,53 @@ void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor&
       const auto& chunk = executor.chunks()[c];
       const auto states = executor.trained_state(static_cast<int>(c));
       if (role.dp_index != 0) continue;
-      const std::string name =
-          fmt::format("layers-{:05d}-{:05d}.pt", chunk->first_layer(), chunk->end_layer());
-      const std::string path = (fs::path(where) / name).string();
-      write_chunk(path, *chunk, states);
-      if (role.tp_index != 0) continue;  // the first shard wrote the whole chunk
-      files.push_back({{"name", name},
-                       {"layers", {chunk->first_layer(), chunk->end_layer()}},
-                       {"bytes", fs::file_size(path)},
-                       {"crc32", file_crc32(path)}});
+      auto tensors = chunk_snapshot(*chunk, states);
+      if (role.tp_index != 0) continue;  // the first shard writes the whole chunk
+      chunks.push_back({(fs::path(where) / fmt::format("layers-{:05d}-{:05d}.pt",
+                                                       chunk->first_layer(), chunk->end_layer()))
+                            .string(),
+                        {chunk->first_layer(), chunk->end_layer()},
+                        std::move(tensors)});
     }
   }
-  const std::string key = fmt::format("checkpoint/{}/{}", steps_done, communicator.rank());
-  communicator.store_set(key, files.dump());
-  if (communicator.rank() == 0) {
+  manifest_extras_ = nlohmann::json::object();
+  // Every rank's scaler is the same: where it was, so a resumed run scales as this one.
+  if (const auto* scaler = executor.loss_scaler()) {
+    manifest_extras_["loss_scale"] = {{"scale", scaler->scale()},
+                                      {"clean_steps", scaler->clean_steps()}};
+  }
+  open_ = steps_done;
+  files_ =
+      std::async(std::launch::async, [chunks = std::move(chunks)] { return write_chunks(chunks); });
+}
+
+bool CheckpointWriter::written() const {
+  return !open_ || files_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+std::optional<int64_t> CheckpointWriter::complete() {
+  if (!open_) return std::nullopt;
+  const int64_t steps_done = *open_;
+  open_.reset();
+  const nlohmann::json files = files_.get();
+  communicator_.store_set(files_key(steps_done, communicator_.rank()), files.dump());
+  if (communicator_.rank() == 0) {
+    const std::string where = step_directory(dir_, steps_done);
     nlohmann::json all = nlohmann::json::array();
-    for (int group = 0; group < layout.groups(); ++group) {
-      const int writer = layout.rank_of(group, 0);
-      for (auto& file : nlohmann::json::parse(
-               communicator.store_get(fmt::format("checkpoint/{}/{}", steps_done, writer)))) {
+    for (int group = 0; group < layout_.groups(); ++group) {
+      const int writer = layout_.rank_of(group, 0);
+      for (auto& file :
+           nlohmann::json::parse(communicator_.store_get(files_key(steps_done, writer)))) {
         all.push_back(file);
       }
     }
     nlohmann::json manifest{{"format", kCheckpointFormat},
-                            {"model", model_name},
+                            {"model", model_name_},
                             {"steps_done", steps_done},
-                            {"run", run},
-                            {"plan", plan},
+                            {"run", run_},
+                            {"plan", plan_},
                             {"files", all}};
+    manifest.update(manifest_extras_);
     // An interrupted save of this step by an earlier attempt (another split, say) may have
     // left files no manifest names: they go before this one's manifest makes it complete.
     std::set<std::string> named;
@@ -108,13 +165,10 @@ void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor&
       log().info("{}: removing what an interrupted save left", entry.path().string());
       fs::remove_all(entry.path());
     }
-    // Every rank's scaler is the same: where it was, so a resumed run scales as this one.
-    if (const auto* scaler = executor.loss_scaler()) {
-      manifest["loss_scale"] = {{"scale", scaler->scale()}, {"clean_steps", scaler->clean_steps()}};
-    }
     write_file_atomically((fs::path(where) / kCheckpointManifest).string(), manifest.dump(2));
   }
-  communicator.barrier();
+  communicator_.barrier();
+  return steps_done;
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,13 +26,46 @@ struct CheckpointInfo {
   nlohmann::json manifest;
 };
 
-// Collective: the first data-parallel rank of each device group of the plan's own
-// pipeline writes its chunks, then rank 0 the manifest (with the plan document and the
-// run's identity, checkpoint_directory.h), in `dir`/step-NNNNNNNN.
-void save_checkpoint(const std::string& dir, int64_t steps_done, const Executor& executor,
-                     Communicator& communicator, const RankLayout& layout,
-                     const nlohmann::json& plan, const std::string& model_name,
-                     const nlohmann::json& run);
+// Saves a run's checkpoints without holding its steps up for the disk. begin() is
+// collective and quick: the first data-parallel rank of each device group of the plan's
+// own pipeline gathers its chunks' whole tensors (across tensor and optimizer shards) and
+// copies them, so the next steps may change the live ones; a thread of its own then writes
+// them and their CRC-32s while training goes on. complete() is collective too: each rank's
+// files are listed in the store, and rank 0 writes the manifest (with the plan document
+// and the run's identity, checkpoint_directory.h) in `dir`/step-NNNNNNNN, which makes the
+// checkpoint complete. One checkpoint is open at a time: begin() completes the one before.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(std::string dir, Communicator& communicator, const RankLayout& layout,
+                   nlohmann::json plan, std::string model_name, nlohmann::json run);
+  // Waits for the writing thread (a checkpoint left open stays incomplete: no manifest).
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Collective: copies this rank's part of the checkpoint after `steps_done` steps and
+  // starts writing it.
+  void begin(int64_t steps_done, const Executor& executor);
+  // The steps of the checkpoint begun and not yet complete, if there is one.
+  std::optional<int64_t> open() const { return open_; }
+  // Whether this rank's part of the open checkpoint is on disk (true when none is open);
+  // never waits.
+  bool written() const;
+  // Collective: waits for every rank's part and makes the open checkpoint complete; its
+  // steps, or nothing when none was open. Rethrows what failed the writing thread.
+  std::optional<int64_t> complete();
+
+ private:
+  std::string dir_;
+  Communicator& communicator_;
+  const RankLayout& layout_;
+  nlohmann::json plan_;
+  std::string model_name_;
+  nlohmann::json run_;
+  std::optional<int64_t> open_;
+  nlohmann::json manifest_extras_;     // what rank 0 knew at begin() (the loss scale)
+  std::future<nlohmann::json> files_;  // this rank's files, once written
+};
 
 // The checkpoint with the most steps in `dir` whose manifest exists (incomplete ones,
 // without it, are passed over), its files checked against their CRC-32s; a corrupt or

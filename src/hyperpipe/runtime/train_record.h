@@ -63,7 +63,7 @@ class TrainObserver {
   virtual bool step_measured(int64_t /*step*/, const std::vector<double>& /*compute*/) {
     return false;
   }
-  // Rank 0, after the checkpoint of `steps_done` steps (not the last): true asks every
+  // Rank 0, once the checkpoint of `steps_done` steps (not the last) is begun: true asks every
   // process to end at this step boundary, so the run can go on with another plan from it.
   virtual bool hand_over_after_checkpoint(int64_t /*steps_done*/) { return false; }
   // The run ended after the checkpoint of `steps_done` steps, for another plan.

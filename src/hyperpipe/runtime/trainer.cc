@@ -38,22 +38,26 @@ constexpr size_t kRecentSteps = 32;
 // (each rank's figures in slots of their own, so the sum holds everyone's): whether any
 // received a stop signal (SIGINT, SIGTERM, SIGHUP), so none starts a step the others will
 // not run, and all stop on the same signal (the largest number received, so every exit
-// code agrees); each rank's compute in the step; and whether rank 0 asks for a switch of
-// plans.
+// code agrees); each rank's compute in the step; whether rank 0 asks for a switch of
+// plans; and whether every rank's part of the open checkpoint is on disk, so all complete
+// it together without waiting.
 struct StepAgreement {
   int stop_signal = 0;
   std::vector<double> compute;  // seconds, by rank
   bool switch_plans = false;
+  bool checkpoint_written = false;
 };
 
-StepAgreement agree_at_step_end(Communicator& communicator, double compute, bool switch_plans) {
+StepAgreement agree_at_step_end(Communicator& communicator, double compute, bool switch_plans,
+                                bool checkpoint_written) {
   const int world = communicator.world_size();
   const int rank = communicator.rank();
-  std::vector<torch::Tensor> slots{torch::zeros({2 * world + 1}, torch::kFloat64)};
+  std::vector<torch::Tensor> slots{torch::zeros({2 * world + 2}, torch::kFloat64)};
   auto slot = slots[0].accessor<double, 1>();
   slot[rank] = StopSignals::received();
   slot[world + rank] = compute;
   if (switch_plans) slot[2 * world] = 1;
+  if (!checkpoint_written) slot[2 * world + 1] = 1;
   std::vector<int> everyone(static_cast<size_t>(world));
   std::iota(everyone.begin(), everyone.end(), 0);
   communicator.all_reduce_sum(slots, everyone);
@@ -64,6 +68,7 @@ StepAgreement agree_at_step_end(Communicator& communicator, double compute, bool
     agreement.compute.push_back(sum[world + r]);
   }
   agreement.switch_plans = sum[2 * world] > 0;
+  agreement.checkpoint_written = sum[2 * world + 1] == 0;
   return agreement;
 }
 
@@ -218,10 +223,21 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
     observer.started(checkpoint ? std::optional(checkpoint->path) : std::nullopt,
                      record.first_step);
   }
+  std::optional<CheckpointWriter> checkpoints;
+  if (options.checkpoint_dir) {
+    checkpoints.emplace(*options.checkpoint_dir, communicator, layout, plan::to_json(plan),
+                        model.config().name, identity.to_json());
+  }
+  // Collective, as a checkpoint is completed: rank 0 reports it.
+  const auto complete_checkpoint = [&] {
+    const auto steps_done = checkpoints ? checkpoints->complete() : std::nullopt;
+    if (steps_done && record.reporter) observer.checkpoint_saved(*steps_done);
+  };
+  // Begun here, the checkpoint is written while the next steps run, and completed at the
+  // first step end where every rank's part is on disk (or at the next save, or the end).
   const auto save = [&](int64_t steps_done) {
-    save_checkpoint(*options.checkpoint_dir, steps_done, executor, communicator, layout,
-                    plan::to_json(plan), model.config().name, identity.to_json());
-    if (record.reporter) observer.checkpoint_saved(steps_done);
+    complete_checkpoint();
+    checkpoints->begin(steps_done, executor);
   };
   log().info("rank {}: pipeline {}, device group {}, dp {}/{}, tp {}/{}, device {} ({}), speed {}",
              rendezvous.rank, role.pipeline, role.group, role.dp_index, role.dp, role.tp_index,
@@ -271,7 +287,9 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
     const bool last = step + 1 == options.steps;
     if (last) break;
     const StepAgreement agreed =
-        agree_at_step_end(communicator, compute_seconds(result.track), switch_asked);
+        agree_at_step_end(communicator, compute_seconds(result.track), switch_asked,
+                          !checkpoints || checkpoints->written());
+    if (agreed.checkpoint_written) complete_checkpoint();
     if (record.reporter && !switch_asked) {
       switch_asked = observer.step_measured(step, agreed.compute);
     }
@@ -282,6 +300,7 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
       const bool saved = options.checkpoint_dir && options.checkpoint_every > 0 &&
                          (step + 1) % options.checkpoint_every == 0;
       if (options.checkpoint_dir && !saved) save(step + 1);
+      complete_checkpoint();
       if (record.reporter) observer.stopped(signal_number, step + 1);
       communicator.stop_watchdog();
       communicator.barrier();
@@ -293,6 +312,7 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
       record.steps_done = step + 1;
       const bool saved = options.checkpoint_every > 0 && (step + 1) % options.checkpoint_every == 0;
       if (!saved) save(step + 1);
+      complete_checkpoint();
       if (record.reporter) observer.switching(step + 1);
       communicator.stop_watchdog();
       communicator.barrier();
@@ -300,6 +320,7 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
     }
   }
   record.steps_done = options.steps;
+  complete_checkpoint();
   if (!options.trace_step && !recent.empty()) {
     // Every rank sends its track of the step rank 0 picks.
     if (record.reporter) {
