@@ -61,6 +61,21 @@ struct Fixture {
                        AdaptSettings{}, log);
   }
 
+  // The switch written for device 0 at `speed`, checked: a gain predicted; the layers the
+  // adapted plan gives device 0.
+  int layers_on_zero_after_switch(double speed) const {
+    const auto decided = nlohmann::json::parse(std::ifstream(dir + "/elastic/" + kSwitchFile));
+    EXPECT_NEAR(decided["speeds"]["0"].get<double>(), speed, 1e-9);
+    EXPECT_LT(decided["predicted_iteration_s"]["after"].get<double>(),
+              decided["predicted_iteration_s"]["before"].get<double>());
+    const plan::Plan next = plan::load_plan(decided["plan"].get<std::string>());
+    int on_zero = 0;
+    for (const auto& stage : next.stages) {
+      if (stage.devices == std::vector<int>{0}) on_zero += stage.end_layer - stage.first_layer;
+    }
+    return on_zero;
+  }
+
   // The compute of a step with device 0 at `speed` of its profile.
   std::vector<double> step(double speed) const {
     std::vector<double> compute = expected;
@@ -89,17 +104,20 @@ TEST(PlanAdapter, ADeviceSlowForEnoughStepsIsPlannedAround) {
     EXPECT_FALSE(adapter.measured(s, f.step(0.2), 1.0)) << s;
   }
   EXPECT_TRUE(adapter.measured(2 + kDefaultAdaptSteps - 1, f.step(0.2), 1.0)) << f.log.str();
-  const auto decided = nlohmann::json::parse(std::ifstream(f.dir + "/elastic/" + kSwitchFile));
-  EXPECT_NEAR(decided["speeds"]["0"].get<double>(), 0.2, 1e-9);
-  EXPECT_LT(decided["predicted_iteration_s"]["after"].get<double>(),
-            decided["predicted_iteration_s"]["before"].get<double>());
   // The adapted plan gives device 0 fewer layers than the third it had.
-  const plan::Plan next = plan::load_plan(decided["plan"].get<std::string>());
-  int on_zero = 0;
-  for (const auto& stage : next.stages) {
-    if (stage.devices == std::vector<int>{0}) on_zero += stage.end_layer - stage.first_layer;
+  EXPECT_LT(f.layers_on_zero_after_switch(0.2), f.model.num_layers() / 3) << f.log.str();
+}
+
+TEST(PlanAdapter, ADeviceFasterThanItsProfileForEnoughStepsGetsMoreWork) {
+  Fixture f;
+  PlanAdapter adapter = f.adapter(1000);
+  bool switched = false;
+  for (int64_t s = 0; s < kDefaultAdaptSteps; ++s) {
+    switched = adapter.measured(s, f.step(2.0), 1.0);
   }
-  EXPECT_LT(on_zero, f.model.num_layers() / 3) << f.log.str();
+  ASSERT_TRUE(switched) << f.log.str();
+  // Device 0 at twice the others' speed takes more than the third of the layers it had.
+  EXPECT_GT(f.layers_on_zero_after_switch(2.0), f.model.num_layers() / 3) << f.log.str();
 }
 
 TEST(PlanAdapter, KeepsThePlanWhenTheSwitchWouldNotPayBeforeTheEnd) {

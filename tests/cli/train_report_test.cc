@@ -38,7 +38,7 @@ TEST(TrainProgress, PrintsAStepLineAndKeepsTheMetricsAtEachCheckpoint) {
   progress.started(std::nullopt, 0);
   progress.step_done({0, 5.5, 2.0, 0.5});
   progress.step_done({1, 5.0, 1.5, 0.25});
-  progress.checkpoint_saved(2);
+  progress.checkpoint_saved(2, 0.1);
   // Two steps at a mean of 0.375 s leave three: 1.125 s, printed rounded.
   EXPECT_NE(out.str().find("step 1/5  loss 5.5000  2000 tokens/s  0.500 s/step  ETA 2 s"),
             std::string::npos)

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <stdexcept>
 
 #include "hyperpipe/cluster/cluster_loader.h"
@@ -11,8 +12,9 @@ namespace {
 
 TEST(DeviceSpeeds, SlowedDevicesKeepTheirLinksAndGetATypeScaledByTheirFactor) {
   const Cluster whole = load_cluster("three-islands");
-  // Two H100s at half speed, one at a quarter, one V100 of the second Volta node.
-  const std::map<int, double> factors{{3, 0.5}, {5, 0.5}, {6, 0.25}, {30, 0.5}};
+  // Two H100s at half speed, one at a quarter, one at twice its datasheet's; one V100 of
+  // the second Volta node at half.
+  const std::map<int, double> factors{{3, 0.5}, {5, 0.5}, {6, 0.25}, {7, 2.0}, {30, 0.5}};
   const SlowedCluster slowed = slow_devices(whole, factors);
   ASSERT_EQ(slowed.original.size(), whole.devices().size());
   const auto& part = slowed.cluster;
@@ -26,8 +28,10 @@ TEST(DeviceSpeeds, SlowedDevicesKeepTheirLinksAndGetATypeScaledByTheirFactor) {
     EXPECT_DOUBLE_EQ(type.peak.bf16, before.peak.bf16 * factor) << was;
     EXPECT_DOUBLE_EQ(type.memory_bandwidth, before.memory_bandwidth * factor) << was;
     EXPECT_EQ(part.device_memory(i), whole.device_memory(was));
-    if (factor < 1) {
+    if (factor != 1) {
       EXPECT_EQ(type.name, slowed_type_name(before.name, factor));
+    } else {
+      EXPECT_EQ(type.name, before.name);
     }
     for (size_t b = 0; b < slowed.original.size(); ++b) {
       const Link mine = part.link_between(i, static_cast<int>(b));
@@ -36,7 +40,8 @@ TEST(DeviceSpeeds, SlowedDevicesKeepTheirLinksAndGetATypeScaledByTheirFactor) {
       EXPECT_EQ(mine.latency, theirs.latency) << was << "-" << slowed.original[b];
     }
   }
-  ASSERT_EQ(slowed.types.size(), 3u);
+  ASSERT_EQ(slowed.types.size(), 4u);
+  EXPECT_EQ(slowed.types.at(slowed_type_name("H100-SXM", 2.0)).factor, 2.0);
   EXPECT_EQ(slowed.types.at(slowed_type_name("H100-SXM", 0.25)).factor, 0.25);
   EXPECT_EQ(slowed.types.at(slowed_type_name("V100-32GB", 0.5)).original, "V100-32GB");
   EXPECT_EQ(part.islands().size(), whole.islands().size());
@@ -49,11 +54,14 @@ TEST(DeviceSpeeds, AStandInsSpeedIsScaledToo) {
   EXPECT_EQ(slowed.original, (std::vector<int>{0, 1, 2}));
 }
 
-TEST(DeviceSpeeds, RefusesStrangersAndFactorsOutsideZeroToOne) {
+TEST(DeviceSpeeds, RefusesStrangersAndFactorsThatAreNotPositive) {
   const Cluster whole = load_cluster("cpu-emulated");
   EXPECT_THROW(slow_devices(whole, {{3, 0.5}}), std::invalid_argument);
   EXPECT_THROW(slow_devices(whole, {{0, 0.0}}), std::invalid_argument);
-  EXPECT_THROW(slow_devices(whole, {{0, 1.5}}), std::invalid_argument);
+  EXPECT_THROW(slow_devices(whole, {{0, -1.0}}), std::invalid_argument);
+  EXPECT_THROW(slow_devices(whole, {{0, std::numeric_limits<double>::infinity()}}),
+               std::invalid_argument);
+  EXPECT_NO_THROW(slow_devices(whole, {{0, 1.5}}));
 }
 
 }  // namespace

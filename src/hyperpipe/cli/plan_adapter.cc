@@ -61,11 +61,16 @@ bool PlanAdapter::measured(int64_t step, const std::vector<double>& compute, dou
     if (recent.size() < static_cast<size_t>(settings_.steps)) continue;
     const int device = device_of_rank_[rank];
     const double planned_for = accepted_.count(device) ? accepted_.at(device) : 1.0;
+    // Slower or faster than planned, step after step: a slower device gets less work, a
+    // faster one (a faster replacement, a profile taken on a busy host) more.
     const bool slower = std::all_of(recent.begin(), recent.end(), [&](double speed) {
       return speed < planned_for * (1 - settings_.threshold);
     });
-    if (!slower) continue;
-    const double speed = std::min(1.0, median(std::vector<double>(recent.begin(), recent.end())));
+    const bool faster = std::all_of(recent.begin(), recent.end(), [&](double speed) {
+      return speed > planned_for * (1 + settings_.threshold);
+    });
+    if (!slower && !faster) continue;
+    const double speed = median(std::vector<double>(recent.begin(), recent.end()));
     speeds[device] = speed;
     drifted = true;
     why += fmt::format("{}device {} ({}) at {:.2f} of its profile", why.empty() ? "" : ", ", device,
@@ -100,7 +105,8 @@ bool PlanAdapter::consider(int64_t step, const planner::DeviceSpeeds& speeds, do
   const double payback = gain > 0 ? switch_cost / gain : INFINITY;
   out_ << fmt::format(
               "[adapt] re-planned in {}: {}; predicted iteration at these speeds {} (this plan) "
-              "→ {}; a switch costs about {} (this run's start-up), paid back after {} of the "
+              "→ {}; a switch costs about {} (a save and a start as this run's), paid back after "
+              "{} of the "
               "{} steps left\n",
               format_duration(replanned.seconds), plan::format_stages(replanned.plan),
               format_duration(before), format_duration(replanned.iteration_time),

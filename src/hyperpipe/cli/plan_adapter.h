@@ -1,10 +1,11 @@
 // `train --adapt`: rank 0 watches each device's compute against what the plan was made
 // for (the simulator's busy time per device group, from the run's profiles). When a
-// device stays slower than that by more than a threshold for several steps (throttling, a
-// co-tenant, a slower replacement), it plans again with the measured speeds and, if the
-// new plan's predicted gain over the rest of the run pays for the switch (estimated from
-// this run's own start-up), writes it and asks the run to checkpoint and end;
-// `launch --adapt` then resumes with it. Plain types: no libtorch.
+// device stays slower or faster than that by more than a threshold for several steps
+// (throttling, a co-tenant, a replacement of another speed), it plans again with the
+// measured speeds and, if the new plan's predicted gain over the rest of the run pays for
+// the switch (estimated from this run's own: a save, and a start from its process's launch
+// to its first step), writes it and asks the run to checkpoint and end; `launch --adapt`
+// then resumes with it. Plain types: no libtorch.
 #pragma once
 
 #include <cstdint>

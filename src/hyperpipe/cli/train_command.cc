@@ -106,13 +106,14 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                     "same model, seed and data)");
   auto adapt = std::make_shared<bool>(false);
   auto adapt_settings = std::make_shared<AdaptSettings>();
-  command->add_flag("--adapt", *adapt,
-                    "Re-plan when a device stays slower than its profile (needs --profiles and "
-                    "--checkpoint-dir): where the new plan pays for the switch, checkpoint, write "
-                    "it and exit 75 for `hyperpipe launch --adapt` to resume with it");
+  command->add_flag(
+      "--adapt", *adapt,
+      "Re-plan when a device stays slower or faster than its profile (needs --profiles and "
+      "--checkpoint-dir): where the new plan pays for the switch, checkpoint, write "
+      "it and exit 75 for `hyperpipe launch --adapt` to resume with it");
   command
       ->add_option("--adapt-threshold", adapt_settings->threshold,
-                   "With --adapt: how much slower than its profile a device must be")
+                   "With --adapt: how much slower or faster than its profile a device must be")
       ->default_val(kDefaultAdaptThreshold)
       ->check(CLI::Range(0.01, 0.99));
   command

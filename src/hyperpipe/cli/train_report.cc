@@ -9,6 +9,7 @@
 #include "hyperpipe/cli/elastic_join.h"
 #include "hyperpipe/cli/timeline_comparison.h"
 #include "hyperpipe/common/output_file.h"
+#include "hyperpipe/common/process_start.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/statistics.h"
 #include "hyperpipe/common/stop_signals.h"
@@ -39,6 +40,7 @@ std::string format_eta(double seconds) {
 
 TrainProgress::TrainProgress(TrainReportOptions options, std::ostream& out)
     : options_(std::move(options)), out_(out) {
+  if (const auto started = process_start_time()) startup_["process_started"] = *started;
   mark_startup("reporter_created");
 }
 
@@ -131,7 +133,8 @@ void TrainProgress::step_done(const runtime::StepRecord& step) {
   metrics_.push_back(std::move(metrics));
 }
 
-void TrainProgress::checkpoint_saved(int64_t /*steps_done*/) {
+void TrainProgress::checkpoint_saved(int64_t /*steps_done*/, double save_seconds) {
+  last_save_seconds_ = save_seconds;
   write_metrics();  // the metrics so far survive with the checkpoint
 }
 
@@ -147,11 +150,12 @@ void TrainProgress::stopped(int signal_number, int64_t steps_done) {
 bool TrainProgress::step_measured(int64_t step, const std::vector<double>& compute) {
   // The run's first step warms caches and allocators: not a speed.
   if (!adapter_ || step == first_step_) return false;
-  // What a switch costs, judged by this run's own start-up: from rank 0's report starting
-  // to its first step done (processes joining, layers built, checkpoint loaded, warm-up).
-  const double startup =
-      startup_.value("first_step_done", 0.0) - startup_.value("reporter_created", 0.0);
-  return adapter_->measured(step, compute, startup);
+  // What a switch costs, judged by this run's own: a save that every process waits for as
+  // it ends, and a start as this one's, from rank 0's process starting to its first step
+  // done (libraries loaded, processes joined, layers built, checkpoint loaded, warm-up).
+  const double started = startup_.value("process_started", startup_.value("reporter_created", 0.0));
+  const double startup = startup_.value("first_step_done", 0.0) - started;
+  return adapter_->measured(step, compute, last_save_seconds_ + startup);
 }
 
 bool TrainProgress::hand_over_after_checkpoint(int64_t steps_done) {

@@ -58,7 +58,7 @@ class TrainProgress : public runtime::TrainObserver {
   void layer_built(int built, int total) override;
   void started(const std::optional<std::string>& checkpoint, int64_t steps_done) override;
   void step_done(const runtime::StepRecord& step) override;
-  void checkpoint_saved(int64_t steps_done) override;
+  void checkpoint_saved(int64_t steps_done, double save_seconds) override;
   void stopped(int signal_number, int64_t steps_done) override;
   bool step_measured(int64_t step, const std::vector<double>& compute) override;
   bool hand_over_after_checkpoint(int64_t steps_done) override;
@@ -89,6 +89,7 @@ class TrainProgress : public runtime::TrainObserver {
   std::unique_ptr<PlanAdapter> adapter_;
   std::optional<std::string> handover_dir_;
   std::optional<std::string> handed_over_for_;
+  double last_save_seconds_ = 0;  // rank 0's part of the last checkpoint, copied and written
   void mark_startup(const char* milestone);
 };
 

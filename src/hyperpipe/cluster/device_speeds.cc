@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <stdexcept>
 
 namespace hyperpipe::cluster {
@@ -17,9 +18,9 @@ SlowedCluster slow_devices(const Cluster& cluster, const std::map<int, double>& 
       throw std::invalid_argument(
           fmt::format("no device {} in cluster {}", device, cluster.name()));
     }
-    if (!(factor > 0 && factor <= 1)) {
+    if (!(factor > 0 && std::isfinite(factor))) {
       throw std::invalid_argument(
-          fmt::format("device {}'s speed factor {} is not in (0, 1]", device, factor));
+          fmt::format("device {}'s speed factor {} is not a positive number", device, factor));
     }
   }
   const auto factor_of = [&](int device) {
@@ -44,11 +45,11 @@ SlowedCluster slow_devices(const Cluster& cluster, const std::map<int, double>& 
     }
     const Link inside = members.size() > 1 ? cluster.link_between(members[0], members[1])
                                            : cluster.level_link(LinkLevel::intra_node);
-    // Slowest first, so the unslowed part (factor 1) comes last; each becomes a node.
+    // Slowest first; each becomes a node (the devices at factor 1 keep the node's name).
     for (const auto& [factor, devices] : by_factor) {
       Node part = node;
       part.gpu_count = static_cast<int>(devices.size());
-      if (factor < 1) {
+      if (factor != 1) {
         const GpuType& type = cluster.gpu_type(node.gpu_type);
         GpuType slowed = type;
         slowed.name = slowed_type_name(type.name, factor);
@@ -68,7 +69,7 @@ SlowedCluster slow_devices(const Cluster& cluster, const std::map<int, double>& 
         overrides.push_back({part.name, part.name, inside});
         overrides.push_back({part.name, node.name, inside});
         for (const auto& [other_factor, other] : by_factor) {
-          if (other_factor < factor) {
+          if (other_factor < factor && other_factor != 1) {
             overrides.push_back(
                 {part.name,
                  fmt::format("{} ({})", node.name, slowed_type_name(type.name, other_factor)),

@@ -1,5 +1,6 @@
 // Devices that run slower than their type promises (throttled, shared with another job,
-// a slower replacement): a cluster the planner can plan for as it plans any other. Each
+// a slower replacement), or faster (a faster replacement, a profile taken on a busy
+// host): a cluster the planner can plan for as it plans any other. Each
 // set of a node's devices slowed alike moves to a node of its own, of a type of its own
 // whose peaks, memory bandwidth and stand-in speed are the original's times the factor;
 // it stays in its island, and its links to the devices it shared a node with stay what
@@ -28,8 +29,8 @@ struct SlowedCluster {
 // "V100-16GB at 0.50×".
 std::string slowed_type_name(const std::string& type, double factor);
 
-// `factors`: device id → its speed over its type's (in (0, 1]; 1 leaves it as it is).
-// Throws std::invalid_argument for an unknown device or a factor outside (0, 1].
+// `factors`: device id → its speed over its type's (positive; 1 leaves it as it is).
+// Throws std::invalid_argument for an unknown device or a factor that is not positive.
 SlowedCluster slow_devices(const Cluster& cluster, const std::map<int, double>& factors);
 
 }  // namespace hyperpipe::cluster

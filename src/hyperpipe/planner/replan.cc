@@ -55,7 +55,7 @@ AtSpeeds at_speeds(const cluster::Cluster& whole, const std::vector<int>& device
   std::map<int, double> factors;
   for (size_t id = 0; id < subset.original.size(); ++id) {
     const auto found = speeds.find(subset.original[id]);
-    if (found != speeds.end() && found->second < 1) factors[static_cast<int>(id)] = found->second;
+    if (found != speeds.end() && found->second != 1) factors[static_cast<int>(id)] = found->second;
   }
   AtSpeeds result{cluster::slow_devices(subset.cluster, factors), {}, {}};
   if (profiles) result.profiles = with_slowed_types(*profiles, result.slowed.types);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -93,11 +94,12 @@ CheckpointWriter::CheckpointWriter(std::string dir, Communicator& communicator,
       run_(std::move(run)) {}
 
 CheckpointWriter::~CheckpointWriter() {
-  if (files_.valid()) files_.wait();
+  if (written_.valid()) written_.wait();
 }
 
 void CheckpointWriter::begin(int64_t steps_done, const Executor& executor) {
   complete();
+  const auto began = std::chrono::steady_clock::now();
   const std::string where = step_directory(dir_, steps_done);
   const auto& role = executor.role();
   std::vector<ChunkToWrite> chunks;
@@ -125,19 +127,28 @@ void CheckpointWriter::begin(int64_t steps_done, const Executor& executor) {
                                       {"clean_steps", scaler->clean_steps()}};
   }
   open_ = steps_done;
-  files_ =
-      std::async(std::launch::async, [chunks = std::move(chunks)] { return write_chunks(chunks); });
+  copy_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  written_ = std::async(std::launch::async, [chunks = std::move(chunks)] {
+    const auto began = std::chrono::steady_clock::now();
+    Written written;
+    written.files = write_chunks(chunks);
+    written.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    return written;
+  });
 }
 
 bool CheckpointWriter::written() const {
-  return !open_ || files_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  return !open_ || written_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
 std::optional<int64_t> CheckpointWriter::complete() {
   if (!open_) return std::nullopt;
   const int64_t steps_done = *open_;
   open_.reset();
-  const nlohmann::json files = files_.get();
+  const Written written = written_.get();
+  last_save_seconds_ = copy_seconds_ + written.seconds;
+  const nlohmann::json& files = written.files;
   communicator_.store_set(files_key(steps_done, communicator_.rank()), files.dump());
   if (communicator_.rank() == 0) {
     const std::string where = step_directory(dir_, steps_done);

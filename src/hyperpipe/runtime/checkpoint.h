@@ -54,6 +54,9 @@ class CheckpointWriter {
   // Collective: waits for every rank's part and makes the open checkpoint complete; its
   // steps, or nothing when none was open. Rethrows what failed the writing thread.
   std::optional<int64_t> complete();
+  // What this rank's part of the last completed checkpoint took to copy and to write,
+  // seconds: what a save costs a run that waits for it (one ending to hand over).
+  double last_save_seconds() const { return last_save_seconds_; }
 
  private:
   std::string dir_;
@@ -63,8 +66,14 @@ class CheckpointWriter {
   std::string model_name_;
   nlohmann::json run_;
   std::optional<int64_t> open_;
-  nlohmann::json manifest_extras_;     // what rank 0 knew at begin() (the loss scale)
-  std::future<nlohmann::json> files_;  // this rank's files, once written
+  nlohmann::json manifest_extras_;  // what rank 0 knew at begin() (the loss scale)
+  struct Written {
+    nlohmann::json files;  // this rank's, as the manifest lists them
+    double seconds = 0;    // writing them
+  };
+  std::future<Written> written_;
+  double copy_seconds_ = 0;  // begin()'s copy of the open checkpoint
+  double last_save_seconds_ = 0;
 };
 
 // The checkpoint with the most steps in `dir` whose manifest exists (incomplete ones,

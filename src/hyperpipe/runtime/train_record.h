@@ -52,8 +52,9 @@ class TrainObserver {
   // Before the first step: the checkpoint resumed from (and its steps), if any.
   virtual void started(const std::optional<std::string>& /*checkpoint*/, int64_t /*steps_done*/) {}
   virtual void step_done(const StepRecord& /*step*/) {}
-  // After the checkpoint of `steps_done` steps is whole on disk.
-  virtual void checkpoint_saved(int64_t /*steps_done*/) {}
+  // After the checkpoint of `steps_done` steps is whole on disk; rank 0's part of it took
+  // `save_seconds` to copy and write (in the background, while steps ran).
+  virtual void checkpoint_saved(int64_t /*steps_done*/, double /*save_seconds*/) {}
   // A stop signal ended the run after `steps_done` steps (checkpointed if it had a
   // directory).
   virtual void stopped(int /*signal_number*/, int64_t /*steps_done*/) {}

@@ -231,7 +231,9 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
   // Collective, as a checkpoint is completed: rank 0 reports it.
   const auto complete_checkpoint = [&] {
     const auto steps_done = checkpoints ? checkpoints->complete() : std::nullopt;
-    if (steps_done && record.reporter) observer.checkpoint_saved(*steps_done);
+    if (steps_done && record.reporter) {
+      observer.checkpoint_saved(*steps_done, checkpoints->last_save_seconds());
+    }
   };
   // Begun here, the checkpoint is written while the next steps run, and completed at the
   // first step end where every rank's part is on disk (or at the next save, or the end).
