@@ -437,6 +437,46 @@ TEST(Training, ResumedRunEqualsTheUninterruptedOne) {
   }
 }
 
+// Every tensor of the checkpoint of `steps` steps in dir/checkpoints (weights and AdamW
+// state), by name.
+std::map<std::string, torch::Tensor> checkpoint_tensors(const std::string& dir, int64_t steps) {
+  const std::string step_dir = fmt::format("{}/checkpoints/step-{:08d}", dir, steps);
+  const auto manifest = nlohmann::json::parse(slurp(step_dir + "/" + kCheckpointManifest));
+  std::map<std::string, torch::Tensor> tensors;
+  for (const auto& file : manifest["files"]) {
+    torch::serialize::InputArchive archive;
+    archive.load_from(step_dir + "/" + file["name"].get<std::string>());
+    for (const auto& key : archive.keys()) archive.read(key, tensors[key]);
+  }
+  return tensors;
+}
+
+// Checkpoints are written while the next steps run: each must hold its own step's state.
+// A six-step run saving every two steps on emulated slow storage (each write waits half a
+// second, so steps 3 and 4 change the live tensors before step 2's are written): its
+// checkpoint of step 2 holds what a two-step run ends with, weights and AdamW state bit
+// for bit; and every checkpoint is complete at the end.
+TEST(Training, ACheckpointWrittenWhileLaterStepsRunHoldsItsOwnStep) {
+  const TrainedRun two = launch("async-save-two", kTinyGpt, kTwoStages, 2);
+  const TrainedRun six = launch("async-save-six", kTinyGpt, kTwoStages, 6,
+                                " --checkpoint-every 2 --checkpoint-write-delay 0.5");
+  const auto expected = checkpoint_tensors(two.dir, 2);
+  const auto saved = checkpoint_tensors(six.dir, 2);
+  ASSERT_FALSE(expected.empty());
+  ASSERT_EQ(saved.size(), expected.size());
+  for (const auto& [key, value] : expected) {
+    ASSERT_TRUE(saved.count(key)) << key;
+    EXPECT_TRUE(torch::equal(saved.at(key), value)) << key;
+  }
+  for (int64_t steps : {2, 4, 6}) {
+    EXPECT_TRUE(std::filesystem::exists(
+        fmt::format("{}/checkpoints/step-{:08d}/{}", six.dir, steps, kCheckpointManifest)))
+        << steps;
+  }
+  // And the step-6 checkpoint is not step 2's: training went on.
+  EXPECT_FALSE(torch::equal(checkpoint_tensors(six.dir, 6).begin()->second, saved.begin()->second));
+}
+
 // Two steps with plan `first`, then two more resumed from its checkpoint with plan
 // `second` (in the same directory): the same as four steps in one process.
 void expect_resumed_run_matches(const std::string& name, const std::string& first,

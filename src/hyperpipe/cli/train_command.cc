@@ -132,6 +132,11 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                     "After each checkpoint, end (exit 75) if `hyperpipe launch --elastic` asks in "
                     "CHECKPOINT_DIR/elastic/handover.json (it has a plan with devices that "
                     "joined); the elastic launcher passes it");
+  command
+      ->add_option("--checkpoint-write-delay", options->checkpoint_write_delay,
+                   "Seconds each checkpoint's writing thread waits before it writes (emulated "
+                   "slow storage, for tests and benchmarks of asynchronous saves)")
+      ->check(CLI::NonNegativeNumber);
   command->add_option("--stand-in-speeds", options->stand_in_speeds,
                       "A file of `DEVICE SPEED` lines, read at each step boundary when it "
                       "changes: the stand-in on that device computes at that speed from then on "

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <numeric>
 #include <set>
+#include <thread>
 
 #include "hyperpipe/common/crc32.h"
 #include "hyperpipe/common/error.h"
@@ -85,13 +86,14 @@ std::string files_key(int64_t steps_done, int rank) {
 
 CheckpointWriter::CheckpointWriter(std::string dir, Communicator& communicator,
                                    const RankLayout& layout, nlohmann::json plan,
-                                   std::string model_name, nlohmann::json run)
+                                   std::string model_name, nlohmann::json run, double write_delay)
     : dir_(std::move(dir)),
       communicator_(communicator),
       layout_(layout),
       plan_(std::move(plan)),
       model_name_(std::move(model_name)),
-      run_(std::move(run)) {}
+      run_(std::move(run)),
+      write_delay_(write_delay) {}
 
 CheckpointWriter::~CheckpointWriter() {
   if (written_.valid()) written_.wait();
@@ -128,8 +130,9 @@ void CheckpointWriter::begin(int64_t steps_done, const Executor& executor) {
   }
   open_ = steps_done;
   copy_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-  written_ = std::async(std::launch::async, [chunks = std::move(chunks)] {
+  written_ = std::async(std::launch::async, [chunks = std::move(chunks), delay = write_delay_] {
     const auto began = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::duration<double>(delay));
     Written written;
     written.files = write_chunks(chunks);
     written.seconds =

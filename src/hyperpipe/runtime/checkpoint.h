@@ -36,8 +36,11 @@ struct CheckpointInfo {
 // checkpoint complete. One checkpoint is open at a time: begin() completes the one before.
 class CheckpointWriter {
  public:
+  // `write_delay`: seconds the writing thread waits before it writes (emulated slow
+  // storage, TrainOptions::checkpoint_write_delay).
   CheckpointWriter(std::string dir, Communicator& communicator, const RankLayout& layout,
-                   nlohmann::json plan, std::string model_name, nlohmann::json run);
+                   nlohmann::json plan, std::string model_name, nlohmann::json run,
+                   double write_delay = 0);
   // Waits for the writing thread (a checkpoint left open stays incomplete: no manifest).
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
@@ -65,6 +68,7 @@ class CheckpointWriter {
   nlohmann::json plan_;
   std::string model_name_;
   nlohmann::json run_;
+  double write_delay_ = 0;
   std::optional<int64_t> open_;
   nlohmann::json manifest_extras_;  // what rank 0 knew at begin() (the loss scale)
   struct Written {

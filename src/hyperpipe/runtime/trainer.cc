@@ -226,7 +226,7 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
   std::optional<CheckpointWriter> checkpoints;
   if (options.checkpoint_dir) {
     checkpoints.emplace(*options.checkpoint_dir, communicator, layout, plan::to_json(plan),
-                        model.config().name, identity.to_json());
+                        model.config().name, identity.to_json(), options.checkpoint_write_delay);
   }
   // Collective, as a checkpoint is completed: rank 0 reports it.
   const auto complete_checkpoint = [&] {

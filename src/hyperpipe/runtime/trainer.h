@@ -55,6 +55,9 @@ struct TrainOptions {
   // changed: the stand-in on that device computes at that speed from then on (emulated
   // throttling; stand_in_clock.h).
   std::optional<std::string> stand_in_speeds;
+  // Emulated slow storage (tests, benchmarks): each checkpoint's writing thread waits this
+  // long before it writes.
+  double checkpoint_write_delay = 0;
 };
 
 // What a run trains in: `requested` (--dtype: fp32, fp64, bf16, fp16) where given, else
