@@ -21,6 +21,7 @@
 #include "hyperpipe/common/crc32.h"
 #include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/cost/profile_db.h"
+#include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/plan/plan.h"
 #include "hyperpipe/runtime/checkpoint.h"
@@ -423,6 +424,57 @@ TEST(Training, TensorParallelStageBesideAWholeOne) {
                         "stages": [{"layers": [0, 2], "devices": [0]},
                                    {"layers": [2, 6], "devices": [1, 2], "tp": 2}])"),
               reference(kTinyLlama, 6, 2));
+}
+
+// A run across hosts, a launcher per host (--devices-here): two launchers on this machine
+// share the three-stage plan's processes, meet at one port under one secret, and train
+// exactly as one launcher of every process does.
+TEST(Training, LaunchersOfOneRunOnSeveralHostsTrainAsOne) {
+  const TrainedRun whole = launch("hosts-whole", kTinyGpt, kThreeStages, 4);
+  const std::string dir = prepare("hosts-shared", kTinyGpt, kThreeStages);
+  const std::string launcher = fmt::format("{} launch --plan {}/plan.json", kBinary, dir);
+  const int port = launch::free_port();
+  const std::string secret = "HYPERPIPE_JOB_TOKEN=shared-by-every-host";
+  const std::string elsewhere =
+      fmt::format("{} exec {} --devices-here 2 --port {} {} > {}/elsewhere.txt 2>&1", secret,
+                  launcher, port, common_options(dir, 4), dir);
+  const char* argv[] = {"/bin/sh", "-c", elsewhere.c_str(), nullptr};
+  pid_t other = -1;
+  ASSERT_EQ(posix_spawn(&other, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+  const int code =
+      run_command(fmt::format("{} {} --devices-here 1,0 --port {} {} > {}/here.txt 2>&1", secret,
+                              launcher, port, common_options(dir, 4), dir));
+  const int other_code = wait_for(other, 120);
+  if (other_code < 0) kill(other, SIGKILL);
+  ASSERT_EQ(code, 0) << slurp(dir + "/here.txt");
+  ASSERT_EQ(other_code, 0) << slurp(dir + "/elsewhere.txt");
+  EXPECT_NE(slurp(dir + "/here.txt").find("(ranks 0-1 of 3, the rest elsewhere)"),
+            std::string::npos)
+      << slurp(dir + "/here.txt");
+  EXPECT_NE(slurp(dir + "/elsewhere.txt").find("(ranks 2 of 3, the rest elsewhere)"),
+            std::string::npos)
+      << slurp(dir + "/elsewhere.txt");
+  const auto losses = metric_losses(dir);
+  ASSERT_EQ(losses, whole.losses);  // bit for bit
+  const auto weights = checkpoint_weights(dir);
+  ASSERT_EQ(weights.size(), whole.weights.size());
+  for (const auto& [key, value] : whole.weights) {
+    EXPECT_TRUE(torch::equal(weights.at(key), value)) << key;
+  }
+  // A share of a run needs the meeting point, the secret, and no elastic restarts yet.
+  const auto refused = [&](const std::string& options, const std::string& why) {
+    const std::string log = dir + "/refused.txt";
+    EXPECT_EQ(run_command(fmt::format("{} --devices-here 2 {} --data {} > {} 2>&1", launcher,
+                                      options, kCorpus, log)),
+              2)
+        << options;
+    EXPECT_NE(slurp(log).find(why), std::string::npos) << slurp(log);
+  };
+  refused("", "a --port, the same for every host's launcher");
+  refused(fmt::format("--port {}", port), "HYPERPIPE_JOB_TOKEN exported, the same on every host");
+  refused("--port 1 --elastic --checkpoint-dir " + dir + "/elastic",
+          "an elastic run starts all its processes on this machine");
+  refused(fmt::format("--port {} --devices-here 7", port), "devices of the plan (0-2)");
 }
 
 TEST(Training, ResumedRunEqualsTheUninterruptedOne) {

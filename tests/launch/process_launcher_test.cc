@@ -43,6 +43,25 @@ TEST(ProcessLauncher, EachRankGetsItsRendezvousAndItsOutputIsPrefixed) {
   }
 }
 
+// One host's launcher of a run across hosts: its processes are ranks 3 and 1 of 5.
+TEST(ProcessLauncher, ALaunchersShareOfARunAcrossHostsHasTheRunsRanks) {
+  std::ostringstream out;
+  std::ostringstream err;
+  auto spec = shell(
+      "echo rank $RANK of $WORLD_SIZE, $LOCAL_RANK of $LOCAL_WORLD_SIZE here; "
+      "if [ $RANK = 1 ]; then exit 4; fi",
+      2);
+  spec.ranks = {3, 1};
+  spec.world_size = 5;
+  const auto result = launch_processes(spec, out, err);
+  EXPECT_NE(out.str().find("[rank 3] rank 3 of 5, 0 of 2 here\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("[rank 1] rank 1 of 5, 1 of 2 here\n"), std::string::npos) << out.str();
+  EXPECT_EQ(result.failed_rank, 1);
+  EXPECT_EQ(result.exit_code, 4);
+  ASSERT_EQ(result.codes.size(), 2u);
+  EXPECT_EQ(result.codes[1], 4);  // in the order the processes were started
+}
+
 TEST(ProcessLauncher, OneFailureStopsTheOthersQuickly) {
   std::ostringstream out;
   std::ostringstream err;

@@ -181,6 +181,8 @@ class ElasticRun {
       }
       spec.command.insert(spec.command.end(), arguments.begin(), arguments.end());
       spec.processes = static_cast<int>(devices.size());
+      spec.ranks.clear();  // every rank of the plan, here
+      spec.world_size = 0;
       spec.handover_exit_code = kExitPlanSwitch;
       spec.local_ranks.clear();
       for (int device : devices) spec.local_ranks.push_back(local_rank_of_.at(device));

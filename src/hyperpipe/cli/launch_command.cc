@@ -1,10 +1,13 @@
 // `hyperpipe launch`: the processes of a plan's run on this machine, like torchrun: one
 // `hyperpipe train` (hyperpipe-worker) per device, output prefixed by rank, all stopped if one
-// fails.
+// fails. With --devices-here, this host's share of a run across hosts, each host running a
+// launcher of its own.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "hyperpipe/cli/app.h"
@@ -23,6 +26,8 @@ namespace {
 
 struct LaunchArgs {
   std::string plan;
+  std::vector<int> devices_here;  // empty: every device of the plan
+  std::string master_address = "127.0.0.1";
   int port = 0;
   double grace_seconds = 5;
   bool elastic = false;
@@ -39,6 +44,54 @@ int processes_of(const plan::Plan& plan) {
     }
   }
   return count;
+}
+
+// The global ranks of the plan's processes this launcher starts: those of `here` (every
+// device when empty), ascending. Refuses a device the plan does not have, or a repeat.
+std::vector<int> ranks_here(const plan::Plan& plan, const std::vector<int>& here) {
+  const auto devices = plan::devices_in_rank_order(plan);
+  std::vector<int> ranks;
+  if (here.empty()) {
+    for (size_t rank = 0; rank < devices.size(); ++rank) ranks.push_back(static_cast<int>(rank));
+    return ranks;
+  }
+  for (int device : here) {
+    const auto found = std::find(devices.begin(), devices.end(), device);
+    if (found == devices.end()) {
+      throw InputError("--devices-here", std::to_string(device),
+                       fmt::format("devices of the plan ({})", plan::format_devices(devices)));
+    }
+    const int rank = static_cast<int>(found - devices.begin());
+    if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) {
+      throw InputError("--devices-here", std::to_string(device), "each device once");
+    }
+    ranks.push_back(rank);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+// A run whose processes several launchers start (one per host) meets at one address and
+// port, under one secret that every host's environment holds.
+void check_shared_run(const LaunchArgs& args, bool adapts) {
+  const std::string here = fmt::format("{} device(s) of the plan's", args.devices_here.size());
+  if (args.elastic || adapts) {
+    throw InputError("--devices-here", here,
+                     "every device of the plan with --elastic or --adapt: an elastic run starts "
+                     "all its processes on this machine for now");
+  }
+  if (args.port == 0) {
+    throw InputError("--devices-here", here,
+                     "a --port, the same for every host's launcher: the run meets at "
+                     "--master-addr:--port, where rank 0 listens");
+  }
+  if (!std::getenv(launch::kJobTokenVariable)) {
+    throw InputError("--devices-here", here,
+                     fmt::format("{0} exported, the same on every host (e.g. `export {0}=$(openssl "
+                                 "rand -hex 16)`): each launcher would otherwise make a secret "
+                                 "of its own, and the hosts could not meet",
+                                 launch::kJobTokenVariable));
+  }
 }
 
 // A run in 16 bits needs kernels this machine's libtorch may lack (fp16 on CPU, in
@@ -73,6 +126,17 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->add_option("--port", args->port, "Rendezvous port (default: a free one)")
       ->check(CLI::Range(1, 65535));
   command
+      ->add_option("--devices-here", args->devices_here,
+                   "Start only these devices' processes (a run across hosts: every host runs "
+                   "a launcher for its devices, with the same --master-addr, --port and "
+                   "HYPERPIPE_JOB_TOKEN)")
+      ->delimiter(',');
+  command
+      ->add_option("--master-addr", args->master_address,
+                   "Address of the host of rank 0 (the first device in plan order), where the "
+                   "run meets")
+      ->default_val("127.0.0.1");
+  command
       ->add_option("--grace", args->grace_seconds,
                    "Seconds the others get to stop after one fails, before they are killed")
       ->default_val(5.0)
@@ -96,7 +160,9 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->footer(
       "Every other option goes to `hyperpipe train` (see `hyperpipe train --help`); with "
       "--format json, stdout is rank 0's JSON document and everything else goes to stderr.\n"
-      "Across machines run `hyperpipe train` under torchrun --no-python, mpirun or srun.\n"
+      "Across machines run `hyperpipe launch --devices-here` on each host (the same --port, "
+      "--master-addr and HYPERPIPE_JOB_TOKEN), or `hyperpipe train` under torchrun "
+      "--no-python, mpirun or srun.\n"
       "Example:\n"
       "  hyperpipe launch --plan examples/plans/tiny-gpt-3stage.json "
       "--data examples/data/corpus.txt --steps 20");
@@ -106,9 +172,15 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     launch::LaunchSpec spec;
     spec.command = {require_worker("launch"), "train", "--plan", args->plan};
     for (const auto& extra : command->remaining()) spec.command.push_back(extra);
-    spec.processes = processes_of(plan);
+    spec.ranks = ranks_here(plan, args->devices_here);
+    spec.processes = static_cast<int>(spec.ranks.size());
+    spec.world_size = processes_of(plan);
+    const bool shared = spec.processes < spec.world_size;
+    if (shared) check_shared_run(*args, has_flag(command->remaining(), "--adapt"));
+    spec.address = args->master_address;
     spec.port = args->port;
-    if (spec.port > 0 && !launch::port_is_free(spec.port)) {
+    const bool hosts_store = spec.ranks.front() == 0;  // rank 0 listens for the others
+    if (spec.port > 0 && hosts_store && !launch::port_is_free(spec.port)) {
       throw InputError("--port", std::to_string(spec.port),
                        fmt::format("a free port for the rendezvous: {} is in use (try --port {}, "
                                    "or leave --port out to pick a free one)",
@@ -118,8 +190,13 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     // Under --format json stdout holds rank 0's document alone; the rest goes to stderr.
     const bool json = option_value(command->remaining(), "--format") == "json";
     if (json) spec.raw_stdout_rank = 0;
-    (json ? err : out) << fmt::format("launching {} processes for {}{}\n", spec.processes,
-                                      args->plan, args->elastic ? " (elastic)" : "")
+    (json ? err : out) << fmt::format(
+                              "launching {} processes for {}{}{}\n", spec.processes, args->plan,
+                              shared
+                                  ? fmt::format(" (ranks {} of {}, the rest elsewhere)",
+                                                plan::format_devices(spec.ranks), spec.world_size)
+                                  : "",
+                              args->elastic ? " (elastic)" : "")
                        << std::flush;
     // A run that adapts its plan hands over to the next through the elastic launcher.
     if (args->elastic || has_flag(command->remaining(), "--adapt")) {
@@ -134,7 +211,7 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     }
     if (result.exit_code != 0) {
       throw CommandFailed(fmt::format("rank {} of {} failed (exit code {}); the run stopped",
-                                      result.failed_rank, spec.processes, result.exit_code),
+                                      result.failed_rank, spec.world_size, result.exit_code),
                           result.exit_code);
     }
   });

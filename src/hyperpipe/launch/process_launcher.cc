@@ -47,13 +47,19 @@ int exit_code_of(int status) {
   return 1;
 }
 
+// The global rank of the process started `index`-th.
+int rank_of(const LaunchSpec& spec, int index) {
+  return spec.ranks.empty() ? index : spec.ranks.at(static_cast<size_t>(index));
+}
+
 // Where one stream of a rank goes: the stream, and what each line gets in front.
 struct Sink {
   std::ostream& to;
   std::string prefix;  // "[rank 3] ", or nothing for the rank whose stdout passes as is
 };
 
-Sink sink_of(const LaunchSpec& spec, int rank, bool is_err, std::ostream& out, std::ostream& err) {
+Sink sink_of(const LaunchSpec& spec, int index, bool is_err, std::ostream& out, std::ostream& err) {
+  const int rank = rank_of(spec, index);
   if (!is_err && spec.raw_stdout_rank >= 0) {
     if (rank == spec.raw_stdout_rank) return {out, ""};
     return {err, fmt::format("[rank {}] ", rank)};
@@ -91,10 +97,10 @@ std::vector<std::string> environment_for(const LaunchSpec& spec, int rank, int p
     if (equals != std::string::npos) variables[text.substr(0, equals)] = text.substr(equals + 1);
   }
   for (const auto& [name, value] : spec.environment) variables[name] = value;
-  variables["RANK"] = std::to_string(rank);
+  variables["RANK"] = std::to_string(rank_of(spec, rank));
   variables["LOCAL_RANK"] = std::to_string(
       spec.local_ranks.empty() ? rank : spec.local_ranks.at(static_cast<size_t>(rank)));
-  variables["WORLD_SIZE"] = std::to_string(spec.processes);
+  variables["WORLD_SIZE"] = std::to_string(spec.world_size > 0 ? spec.world_size : spec.processes);
   variables["LOCAL_WORLD_SIZE"] = std::to_string(spec.processes);
   variables["MASTER_ADDR"] = spec.address;
   variables["MASTER_PORT"] = std::to_string(port);
@@ -272,11 +278,11 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
                         child.code == 128 + SIGHUP || child.code == 128 + SIGKILL);
       const bool handed_over = child.code == spec.handover_exit_code;
       if (child.code != 0 && !stopped_as_asked && !handed_over && result.failed_rank < 0) {
-        result.failed_rank = rank;
+        result.failed_rank = rank_of(spec, rank);
         result.exit_code = child.code;
         result.failure_seen = std::chrono::system_clock::now();
-        err << fmt::format("[launch] rank {} exited with code {}; stopping the others\n", rank,
-                           child.code)
+        err << fmt::format("[launch] rank {} exited with code {}; stopping the others\n",
+                           result.failed_rank, child.code)
             << std::flush;
         stopping = true;
         stop_deadline = std::chrono::steady_clock::now() + spec.grace;

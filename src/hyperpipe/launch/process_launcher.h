@@ -18,6 +18,10 @@ inline constexpr const char* kJobTokenVariable = "HYPERPIPE_JOB_TOKEN";
 struct LaunchSpec {
   std::vector<std::string> command;  // program and arguments, the same for every rank
   int processes = 1;
+  // A run across hosts, each with a launcher of its own: the global rank of each process
+  // started here (empty: 0 to processes - 1) and the run's world size (0: processes).
+  std::vector<int> ranks;
+  int world_size = 0;
   std::string address = "127.0.0.1";
   int port = 0;                                    // 0: a free port of this machine
   std::map<std::string, std::string> environment;  // added to every process's
@@ -39,8 +43,8 @@ struct LaunchSpec {
 
 struct LaunchResult {
   int exit_code = 0;       // 0, or the first failing rank's (128 + signal when killed)
-  int failed_rank = -1;    // the first rank to fail, -1 when none did
-  std::vector<int> codes;  // per rank
+  int failed_rank = -1;    // the first rank to fail (a global rank), -1 when none did
+  std::vector<int> codes;  // per process started, in the order of LaunchSpec::ranks
   int signal = 0;          // the stop signal forwarded to the workers, 0 if none
   // Wall-clock times (std::chrono::system_clock): when the failed rank was seen to have
   // exited, and when the last process had.
