@@ -343,14 +343,16 @@ class ElasticRun {
     }
     const double before = predicted_iteration(plan_);
     const std::vector<int> joined = joined_;
-    adopt(plan_available(), before, restart);
+    planner::Replanned replanned = plan_available();
+    const double after = replanned.iteration_time;
+    adopt(std::move(replanned), before, restart);
     Recovery recovery = recovery_for(restart);
     recovery.record = {{"restart", restart},
                        {"kind", "join"},
                        {"joined", joined},
                        {"devices_left", available_},
                        {"plan", plan_path_},
-                       {"predicted_iteration_s", {{"before", before}, {"after", last_replan_}}},
+                       {"predicted_iteration_s", {{"before", before}, {"after", after}}},
                        {"times",
                         {{"failure_seen", epoch_seconds(result.all_exited)},
                          {"others_stopped", epoch_seconds(result.all_exited)},
@@ -374,7 +376,6 @@ class ElasticRun {
     json document = plan::to_json(plan_);
     document["predicted"] = {{"iteration_time_s", replanned.iteration_time}};
     write_file_atomically(plan_path_, document.dump(2) + "\n");
-    last_replan_ = replanned.iteration_time;
     joined_.clear();  // every device there is in this plan's search
     log_line(fmt::format("re-planned in {}: {}; predicted iteration {} (was {}); written to {}",
                          format_duration(replanned.seconds), plan::format_stages(plan_),
@@ -459,7 +460,6 @@ class ElasticRun {
   std::vector<int> joined_;               // devices that joined since the last plan was made
   double join_gain_ = kDefaultAdaptGain;  // a plan with a device that joined must gain this
   std::optional<int64_t> checkpoint_every_;
-  double last_replan_ = 0;            // the latest plan's predicted iteration, seconds
   int losses_ = 0;                    // restarts after a lost device (switches of plan aside)
   std::optional<Recovery> recovery_;  // the latest recovery
   json recoveries_ = json::array();   // those before it
