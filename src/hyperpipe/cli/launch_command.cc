@@ -34,18 +34,6 @@ struct LaunchArgs {
   ElasticSettings elastic_settings;
 };
 
-// The processes a plan runs: one per device of each device group.
-int processes_of(const plan::Plan& plan) {
-  int count = 0;
-  for (int p = 0; p < plan.pipeline_count(); ++p) {
-    const auto& pipeline = plan.pipeline(p);
-    for (int r = 0; r < pipeline.ranks(); ++r) {
-      count += static_cast<int>(pipeline.stages[r].devices.size());
-    }
-  }
-  return count;
-}
-
 // The global ranks of the plan's processes this launcher starts: those of `here` (every
 // device when empty), ascending. Refuses a device the plan does not have, or a repeat.
 std::vector<int> ranks_here(const plan::Plan& plan, const std::vector<int>& here) {
@@ -174,7 +162,7 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     for (const auto& extra : command->remaining()) spec.command.push_back(extra);
     spec.ranks = ranks_here(plan, args->devices_here);
     spec.processes = static_cast<int>(spec.ranks.size());
-    spec.world_size = processes_of(plan);
+    spec.world_size = static_cast<int>(plan::devices_in_rank_order(plan).size());
     const bool shared = spec.processes < spec.world_size;
     if (shared) check_shared_run(*args, has_flag(command->remaining(), "--adapt"));
     spec.address = args->master_address;
