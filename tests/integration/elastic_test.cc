@@ -10,6 +10,7 @@
 
 #include "hyperpipe/common/crc32.h"
 #include "hyperpipe/common/statistics.h"
+#include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/plan/plan.h"
 #include "hyperpipe/runtime/checkpoint.h"
 #include "run_helpers.h"
@@ -130,6 +131,15 @@ links: {{intra_island: {{bandwidth: 10 GB/s, latency: 20 us}}}}
   return path;
 }
 
+// small_cluster's GPUs as slow as a core of this host (50 GFLOP/s, 20 GB/s): on the
+// datasheet A100 the test model's steps are so short that a third stage would gain
+// nothing, so a device that comes back would not be taken.
+std::string slow_small_cluster(const std::string& dir) {
+  return small_cluster(dir, "600 KiB",
+                       ", peak: {fp32: 0.05, tf32: 0.05, fp16: 0.05, bf16: 0.05}, "
+                       "memory_bandwidth: 20 GB/s");
+}
+
 // The model needs two of these GPUs (1.03 MiB of weights, gradients and Adam state): the
 // new plan must use both devices left.
 TEST(Elastic, AKilledWorkersRunGoesOnWithANewPlanAsOnePlannedForTheDevicesLeft) {
@@ -191,12 +201,7 @@ TEST(Elastic, ADeviceThatJoinsIsUsedAfterTheNextCheckpoint) {
   // well before the run's last checkpoint, on a loaded host too.
   constexpr int kSteps = 300;
   constexpr int kCheckpointEvery = 10;
-  // GPUs as slow as a core of this host (50 GFLOP/s, 20 GB/s): on the datasheet A100 the
-  // test model's steps are so short that a third stage would gain nothing.
-  const std::string cluster =
-      small_cluster(dir, "600 KiB",
-                    ", peak: {fp32: 0.05, tf32: 0.05, fp16: 0.05, bf16: 0.05}, "
-                    "memory_bandwidth: 20 GB/s");
+  const std::string cluster = slow_small_cluster(dir);
   const pid_t launcher =
       start_launcher(dir, elastic_options(dir, kSteps, "--cluster " + cluster, kCheckpointEvery),
                      dir + "/log.txt");
@@ -250,6 +255,114 @@ TEST(Elastic, ADeviceThatJoinsIsUsedAfterTheNextCheckpoint) {
             std::string::npos)
       << slurp(dir + "/join-late.txt");
   EXPECT_TRUE(fs::is_empty(dir + "/checkpoints/elastic/joins"));
+}
+
+// The devices in `record`'s "devices" field (a loss's lost devices).
+std::vector<int> lost_devices(const nlohmann::json& record) {
+  return record["lost"]["devices"].get<std::vector<int>>();
+}
+
+// An elastic run across two "hosts" on 127.0.0.1: the leader has devices 0 and 1, an agent
+// device 2. The agent's host dies (agent and rank killed outright): the run goes on with
+// devices 0 and 1; the agent comes back (a new process): after the next checkpoint the
+// run plans over all three again, and ends as a run of that plan from that checkpoint.
+TEST(Elastic, AnAgentsHostThatDiesIsPlannedAroundAndUsedAgainWhenItComesBack) {
+  const std::string dir = prepare("elastic-hosts", kTinyGpt, kThreeStages);
+  constexpr int kSteps = 300;
+  constexpr int kCheckpointEvery = 10;
+  const std::string cluster = slow_small_cluster(dir);
+  const std::string token = "HYPERPIPE_JOB_TOKEN=one-secret-for-every-host";
+  const int port = launch::free_port();
+  const std::string agent_arguments = fmt::format(
+      "agent --checkpoint-dir {}/checkpoints --devices 2 --name host-b --heartbeat-timeout 2 "
+      "--wait 60",
+      dir);
+  const pid_t first_agent = start_hyperpipe(token, agent_arguments, dir + "/agent-1.txt");
+  const pid_t leader = start_launcher(
+      dir,
+      elastic_options(dir, kSteps,
+                      fmt::format("--cluster {} --devices-here 0,1 --master-addr 127.0.0.1 "
+                                  "--port {} --heartbeat-timeout 2 --host-wait 60",
+                                  cluster, port),
+                      kCheckpointEvery),
+      dir + "/log.txt", token);
+  // The host dies: its agent and its rank at once.
+  ASSERT_TRUE(wait_for_checkpoint(dir + "/checkpoints", 60)) << slurp(dir + "/log.txt");
+  const auto ranks = children_of(first_agent);
+  ASSERT_EQ(ranks.size(), 1u) << slurp(dir + "/agent-1.txt");
+  EXPECT_EQ(rank_of(ranks[0]), 2);
+  kill(first_agent, SIGKILL);
+  kill(ranks[0], SIGKILL);
+  EXPECT_EQ(wait_for(first_agent, 10), 128 + SIGKILL);
+  ASSERT_TRUE(wait_for_recovery(dir, 0, 60)) << slurp(dir + "/log.txt");
+
+  const pid_t second_agent = start_hyperpipe(token, agent_arguments, dir + "/agent-2.txt");
+  const int code = end_of(leader);
+  const std::string log = slurp(dir + "/log.txt");
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_EQ(wait_for(second_agent, 20), 0) << slurp(dir + "/agent-2.txt");
+  EXPECT_NE(slurp(dir + "/agent-2.txt").find("the run finished"), std::string::npos)
+      << slurp(dir + "/agent-2.txt");
+
+  const auto recoveries =
+      nlohmann::json::parse(slurp(dir + "/checkpoints/elastic/recovery.json"))["recoveries"];
+  ASSERT_EQ(recoveries.size(), 2u) << log;
+  EXPECT_EQ(recoveries[0]["kind"], "loss");
+  EXPECT_EQ(recoveries[0]["lost"]["host"], "host-b");
+  EXPECT_EQ(lost_devices(recoveries[0]), std::vector<int>{2});
+  EXPECT_EQ(devices_of(recoveries[0]["plan"]), (std::set<int>{0, 1}));
+  const auto& joined = recoveries[1];
+  EXPECT_EQ(joined["kind"], "join");
+  EXPECT_EQ(joined["joined"], nlohmann::json({2}));
+  EXPECT_EQ(devices_of(joined["plan"]), (std::set<int>{0, 1, 2}));
+  const int64_t resumed = joined["steps_done"];
+  EXPECT_GT(resumed, recoveries[0]["steps_done"].get<int64_t>());
+  EXPECT_EQ(resumed % kCheckpointEvery, 0);
+
+  ASSERT_EQ(metric_losses(dir).size(), static_cast<size_t>(kSteps)) << log;
+  expect_every_checkpoint_intact(dir + "/checkpoints");
+  expect_as_run_from_checkpoint(dir, joined["plan"], resumed, kSteps);
+}
+
+// Rank 0 on an agent's host (so the run meets at the agent's address), and that rank
+// alone killed: the agent reports it, the loss is blamed on its device rather than on the
+// leader's ranks that failed on losing it, and the leader's devices go on alone.
+TEST(Elastic, ARankKilledOnAnAgentsHostIsBlamedAndPlannedAround) {
+  const std::string dir = prepare("elastic-agent-rank", kTinyGpt, kThreeStages);
+  constexpr int kSteps = 10;
+  const std::string cluster = small_cluster(dir, "600 KiB");
+  const std::string token = "HYPERPIPE_JOB_TOKEN=one-secret-for-every-host";
+  const pid_t agent =
+      start_hyperpipe(token,
+                      fmt::format("agent --checkpoint-dir {}/checkpoints --devices 0 --name host-a "
+                                  "--address 127.0.0.1 --wait 60",
+                                  dir),
+                      dir + "/agent.txt");
+  const pid_t leader = start_launcher(
+      dir,
+      elastic_options(
+          dir, kSteps,
+          fmt::format("--cluster {} --devices-here 1,2 --port {}", cluster, launch::free_port())),
+      dir + "/log.txt", token);
+  kill_rank_once_checkpointed(agent, dir, 0);
+  const int code = end_of(leader);
+  const std::string log = slurp(dir + "/log.txt");
+  ASSERT_EQ(code, 0) << log << slurp(dir + "/agent.txt");
+  EXPECT_NE(log.find("rank 0 (device 0, A100-80GB) was lost (exit code 137)"), std::string::npos)
+      << log;
+  // Its host lives on, its device not offered again: it waits out the run as a spare.
+  EXPECT_EQ(wait_for(agent, 20), 0) << slurp(dir + "/agent.txt");
+
+  const auto recoveries =
+      nlohmann::json::parse(slurp(dir + "/checkpoints/elastic/recovery.json"))["recoveries"];
+  ASSERT_EQ(recoveries.size(), 1u) << log;
+  EXPECT_EQ(recoveries[0]["lost"]["host"], "host-a");
+  EXPECT_EQ(recoveries[0]["lost"]["rank"], 0);
+  EXPECT_EQ(lost_devices(recoveries[0]), std::vector<int>{0});
+  EXPECT_EQ(devices_of(recoveries[0]["plan"]), (std::set<int>{1, 2}));
+  ASSERT_EQ(metric_losses(dir).size(), static_cast<size_t>(kSteps)) << log;
+  expect_every_checkpoint_intact(dir + "/checkpoints");
+  expect_as_run_from_checkpoint(dir, recoveries[0]["plan"], recoveries[0]["steps_done"], kSteps);
 }
 
 // The step of a checkpoint directory whose save has begun (rank 0 made it) and not ended

@@ -134,15 +134,23 @@ inline int wait_for(pid_t pid, double seconds) {
   return -1;
 }
 
-// The launcher itself (exec, so the pid is its own), output to `log`.
-inline pid_t start_launcher(const std::string& dir, const std::string& options,
-                            const std::string& log) {
+// `hyperpipe ARGUMENTS` (exec, so the pid is its own), with `variables` ("NAME=value …")
+// in its environment, output to `log`.
+inline pid_t start_hyperpipe(const std::string& variables, const std::string& arguments,
+                             const std::string& log) {
   const std::string command =
-      fmt::format("exec {} launch --plan {}/plan.json {} > {} 2>&1", kBinary, dir, options, log);
+      fmt::format("{} exec {} {} > {} 2>&1", variables, kBinary, arguments, log);
   const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
   pid_t pid = -1;
   EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
   return pid;
+}
+
+// The launcher itself (exec, so the pid is its own), output to `log`.
+inline pid_t start_launcher(const std::string& dir, const std::string& options,
+                            const std::string& log, const std::string& variables = "") {
+  return start_hyperpipe(variables, fmt::format("launch --plan {}/plan.json {}", dir, options),
+                         log);
 }
 
 // Waits up to `seconds` for a complete checkpoint in `dir`; whether one came.

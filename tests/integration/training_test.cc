@@ -461,7 +461,7 @@ TEST(Training, LaunchersOfOneRunOnSeveralHostsTrainAsOne) {
   for (const auto& [key, value] : whole.weights) {
     EXPECT_TRUE(torch::equal(weights.at(key), value)) << key;
   }
-  // A share of a run needs the meeting point, the secret, and no elastic restarts yet.
+  // A share of a run needs the meeting point, the secret, and --adapt only with --elastic.
   const auto refused = [&](const std::string& options, const std::string& why) {
     const std::string log = dir + "/refused.txt";
     EXPECT_EQ(run_command(fmt::format("{} --devices-here 2 {} --data {} > {} 2>&1", launcher,
@@ -472,8 +472,9 @@ TEST(Training, LaunchersOfOneRunOnSeveralHostsTrainAsOne) {
   };
   refused("", "a --port, the same for every host's launcher");
   refused(fmt::format("--port {}", port), "HYPERPIPE_JOB_TOKEN exported, the same on every host");
-  refused("--port 1 --elastic --checkpoint-dir " + dir + "/elastic",
-          "an elastic run starts all its processes on this machine");
+  refused("--port 1 --adapt --checkpoint-dir " + dir + "/adapt",
+          "--elastic beside --adapt: a run across hosts switches plans through the elastic "
+          "leader");
   refused(fmt::format("--port {} --devices-here 7", port), "devices of the plan (0-2)");
 }
 

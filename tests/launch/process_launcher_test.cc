@@ -92,6 +92,30 @@ TEST(ProcessLauncher, ThoseIgnoringTermAreKilledAfterTheGrace) {
   EXPECT_LT(seconds, 10.0);
 }
 
+// Another host's side of a run failed: the launcher stops its own processes when asked
+// to, and those that end on the stop have not failed.
+TEST(ProcessLauncher, AStopAskedForEndsEveryWorkerWithoutBlamingThem) {
+  std::ostringstream out;
+  std::ostringstream err;
+  auto spec = shell("sleep 60", 3);
+  const auto asked_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
+  int asked = 0;
+  spec.stop_when = [&] {
+    ++asked;
+    return std::chrono::steady_clock::now() > asked_at;
+  };
+  const auto result = launch_processes(spec, out, err);
+  EXPECT_LT(std::chrono::steady_clock::now() - asked_at, std::chrono::seconds(4));
+  EXPECT_GT(asked, 1);
+  EXPECT_TRUE(result.stopped);
+  EXPECT_EQ(result.signal, 0);
+  EXPECT_EQ(result.codes, (std::vector<int>{128 + SIGTERM, 128 + SIGTERM, 128 + SIGTERM}));
+  EXPECT_EQ(result.failed_rank, -1);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_NE(err.str().find("[launch] asked to stop: stopping the 3 workers"), std::string::npos)
+      << err.str();
+}
+
 // Sends `signal_number` to this process (the launcher) while its workers run.
 std::thread signal_soon(int signal_number) {
   return std::thread([signal_number] {

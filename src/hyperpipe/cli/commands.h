@@ -19,6 +19,8 @@ void add_export_command(CLI::App& app, std::ostream& out);
 void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err);
 // Offers devices to a running elastic launch (through its checkpoint directory).
 void add_join_command(CLI::App& app, std::ostream& out);
+// One host's devices in an elastic run led from another host.
+void add_agent_command(CLI::App& app, std::ostream& out, std::ostream& err);
 // hyperpipe-worker's (with libtorch); `hyperpipe` hands them on (worker.h).
 void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& err);

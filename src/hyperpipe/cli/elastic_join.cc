@@ -30,17 +30,15 @@ fs::path answer_path(const std::string& elastic_dir, int device) {
   return joins_dir(elastic_dir) / fmt::format("device-{}{}", device, kAnswerSuffix);
 }
 
-// The file's JSON document, or nothing when it is missing or not whole (files here are
-// written by rename, so a reader sees all of one or none).
-std::optional<json> read_document(const fs::path& path) {
+}  // namespace
+
+std::optional<json> read_whole_document(const std::string& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
   json document = json::parse(in, nullptr, false);
   if (document.is_discarded() || !document.is_object()) return std::nullopt;
   return document;
 }
-
-}  // namespace
 
 void request_join(const std::string& elastic_dir, int device) {
   fs::create_directories(joins_dir(elastic_dir));
@@ -59,7 +57,7 @@ std::vector<int> join_requests(const std::string& elastic_dir) {
                      kRequestSuffix) != 0) {
       continue;
     }
-    const auto request = read_document(entry.path());
+    const auto request = read_whole_document(entry.path().string());
     if (!request || request->value("format", "") != kJoinFormat ||
         !(*request)["device"].is_number_integer()) {
       continue;
@@ -82,7 +80,7 @@ void answer_join(const std::string& elastic_dir, int device, const JoinAnswer& a
 }
 
 std::optional<JoinAnswer> join_answer(const std::string& elastic_dir, int device) {
-  const auto document = read_document(answer_path(elastic_dir, device));
+  const auto document = read_whole_document(answer_path(elastic_dir, device).string());
   if (!document || !(*document)["accepted"].is_boolean()) return std::nullopt;
   return JoinAnswer{(*document)["accepted"].get<bool>(), document->value("message", "")};
 }
@@ -115,7 +113,7 @@ void request_handover(const std::string& elastic_dir, const std::string& reason)
 }
 
 std::optional<std::string> handover_requested(const std::string& elastic_dir) {
-  const auto document = read_document(fs::path(elastic_dir) / kHandoverFile);
+  const auto document = read_whole_document((fs::path(elastic_dir) / kHandoverFile).string());
   if (!document || document->value("format", "") != kHandoverFormat) return std::nullopt;
   return document->value("reason", "the launcher asks");
 }

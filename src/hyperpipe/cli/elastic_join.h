@@ -6,6 +6,7 @@
 // resumes with that plan. Plain files and types: no libtorch.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,10 @@ inline constexpr const char* kJoinFormat = "hyperpipe.join/1";
 // --hand-over-on-request): end after this checkpoint, the launcher has another plan.
 inline constexpr const char* kHandoverFile = "handover.json";
 inline constexpr const char* kHandoverFormat = "hyperpipe.handover/1";
+
+// The JSON object in `path`, or nothing when it is missing or not whole (files here are
+// written by rename, so a reader sees all of one or none).
+std::optional<nlohmann::json> read_whole_document(const std::string& path);
 
 struct JoinAnswer {
   bool accepted = false;

@@ -9,9 +9,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/elastic_join.h"
+#include "hyperpipe/cli/elastic_rounds.h"
 #include "hyperpipe/cli/plan_adapter.h"
 #include "hyperpipe/cli/worker.h"
 #include "hyperpipe/cli/worker_arguments.h"
@@ -29,6 +31,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::system_clock;
+
+// How often a leader looks for agents while it waits for the plan's devices.
+constexpr auto kHostPoll = std::chrono::milliseconds(100);
 
 double epoch_seconds(Clock::time_point time) {
   return std::chrono::duration<double>(time.time_since_epoch()).count();
@@ -162,11 +167,26 @@ class ElasticRun {
       throw InputError("--min-devices", std::to_string(settings.min_devices),
                        fmt::format("at most the plan's {} devices", available_.size()));
     }
+    if (!settings.devices_here.empty()) {
+      // Across hosts: the others' devices are the run's once their agents offer them.
+      available_ = settings.devices_here;
+      std::sort(available_.begin(), available_.end());
+      hosts_.emplace(elastic_dir_, settings.devices_here, settings.address, settings.port,
+                     settings.heartbeat_timeout, out_, err_);
+    }
+  }
+
+  // Tells the agents, if any, that the run is over: finished, or ended for `reason`.
+  void end(bool finished, const std::string& reason) {
+    if (hosts_) hosts_->end(finished ? RoundState::kFinished : RoundState::kEnded, reason);
   }
 
   void run(launch::LaunchSpec spec) {
+    if (hosts_) wait_for_hosts();
+    started_ = true;
     for (int restart = 0;; ++restart) {
       const auto devices = plan::devices_in_rank_order(plan_);
+      if (hosts_ && lose_hostless_devices(devices, restart + 1)) continue;
       spec.command = {require_worker("launch"), "train", "--plan", plan_path_};
       std::vector<std::string> arguments = extras_;
       if (restart > 0) {
@@ -195,8 +215,24 @@ class ElasticRun {
           write_recoveries();
         }
         take_joins();
+        if (hosts_) take_agent_changes();
       };
-      const auto result = launch::launch_processes(spec, out_, err_);
+      launch::LaunchResult result;
+      if (hosts_) {
+        auto outcome = hosts_->run_round(spec, plan_path_, arguments, devices);
+        if (!outcome.host_lost.empty()) {
+          lose(outcome.devices_lost,
+               {{"host", outcome.host_lost}, {"devices", outcome.devices_lost}},
+               fmt::format("host {} (device(s) {})", outcome.host_lost,
+                           plan::format_devices(outcome.devices_lost)),
+               fmt::format("its heartbeat stopped for {} s", settings_.heartbeat_timeout),
+               outcome.result, restart + 1);
+          continue;
+        }
+        result = outcome.result;
+      } else {
+        result = launch::launch_processes(spec, out_, err_);
+      }
       const bool handed_over =
           result.failed_rank < 0 && !result.signal &&
           std::count(result.codes.begin(), result.codes.end(), kExitPlanSwitch) > 0;
@@ -208,11 +244,15 @@ class ElasticRun {
         }
         continue;
       }
-      if (result.exit_code == 0) return;
+      if (result.exit_code == 0 && !result.stopped) return;
       if (result.signal && result.failed_rank < 0) {
         throw CommandFailed(fmt::format("stopped by {}: every worker stopped after its step",
                                         signal_name(result.signal)),
                             result.exit_code);
+      }
+      if (result.failed_rank < 0) {
+        throw CommandFailed("the run's processes were stopped with no failure to blame",
+                            kExitInternalError);
       }
       recover_from(result, devices, restart + 1);
     }
@@ -234,23 +274,39 @@ class ElasticRun {
                                       rank, result.exit_code),
                           result.exit_code);
     }
+    json lost{{"rank", rank},
+              {"device", device},
+              {"gpu_type", type},
+              {"exit_code", result.exit_code},
+              {"devices", {device}}};
+    if (hosts_) lost["host"] = hosts_->host_of(device).value_or("");
+    lose({device}, lost, fmt::format("rank {} (device {}, {})", rank, device, type),
+         fmt::format("exit code {}", result.exit_code), result, restart);
+  }
+
+  // Goes on without `devices` (`what`, lost for `how`; `lost`, the record's account): the
+  // plan for the devices left, or the reason not to go on.
+  void lose(const std::vector<int>& devices, const json& lost, const std::string& what,
+            const std::string& how, const launch::LaunchResult& result, int restart) {
+    const int exit_code = result.exit_code != 0 ? result.exit_code : kExitInternalError;
     if (++losses_ > settings_.max_restarts) {
       throw CommandFailed(
-          fmt::format("rank {} (device {}, {}) failed (exit code {}) and the {} restart(s) "
-                      "--max-restarts allows are used up; the run stopped at its last checkpoint",
-                      rank, device, type, result.exit_code, settings_.max_restarts),
-          result.exit_code);
+          fmt::format("{} failed ({}) and the {} restart(s) --max-restarts allows are used up; "
+                      "the run stopped at its last checkpoint",
+                      what, how, settings_.max_restarts),
+          exit_code);
     }
-    available_.erase(std::remove(available_.begin(), available_.end(), device), available_.end());
-    log_line(fmt::format("rank {} (device {}, {}) was lost (exit code {}); {} device(s) left: {}",
-                         rank, device, type, result.exit_code, available_.size(),
+    for (int device : devices) {
+      available_.erase(std::remove(available_.begin(), available_.end(), device), available_.end());
+    }
+    log_line(fmt::format("{} was lost ({}); {} device(s) left: {}", what, how, available_.size(),
                          plan::format_devices(available_)));
     if (static_cast<int>(available_.size()) < settings_.min_devices) {
       throw CommandFailed(
           fmt::format("{} device(s) left, fewer than --min-devices {}; the run stopped at its "
                       "last checkpoint",
                       available_.size(), settings_.min_devices),
-          result.exit_code);
+          exit_code);
     }
     const double before = predicted_iteration(plan_);
     planner::Replanned replanned;
@@ -258,7 +314,7 @@ class ElasticRun {
       replanned = plan_available();
     } catch (const InputError& error) {
       throw InputError(
-          "--elastic", fmt::format("after losing device {}", device),
+          "--elastic", fmt::format("after losing device(s) {}", plan::format_devices(devices)),
           fmt::format("a plan that fits the {} device(s) left ({}); none does: {}",
                       available_.size(), plan::format_devices(available_), error.expected()));
     }
@@ -269,8 +325,7 @@ class ElasticRun {
     recovery.record = {
         {"restart", restart},
         {"kind", "loss"},
-        {"lost",
-         {{"rank", rank}, {"device", device}, {"gpu_type", type}, {"exit_code", result.exit_code}}},
+        {"lost", lost},
         {"devices_left", available_},
         {"plan", plan_path_},
         {"predicted_iteration_s", {{"before", before}, {"after", replanned.iteration_time}}},
@@ -282,52 +337,160 @@ class ElasticRun {
     begin_recovery(std::move(recovery));
   }
 
-  // The devices offered since the last look (hyperpipe join): each is answered; one that
-  // makes a faster plan has the run hand over after its next checkpoint, the others are
-  // kept as spares that the next plan (after a loss) may use.
+  // The devices offered since the last look (hyperpipe join), each answered.
   void take_joins() {
     for (int device : join_requests(elastic_dir_)) {
-      if (const auto refusal = join_refusal(checked_.cluster, available_, device)) {
-        log_line(fmt::format("device {} offered: refused: {}", device, *refusal));
-        answer_join(elastic_dir_, device, {false, *refusal});
+      if (hosts_ && hosts_->host_of(device) && *hosts_->host_of(device) != kLeaderName) {
+        answer_join(elastic_dir_, device,
+                    {false, fmt::format("device {} is on host {}, whose agent offers it", device,
+                                        *hosts_->host_of(device))});
         continue;
       }
-      available_.insert(std::upper_bound(available_.begin(), available_.end(), device), device);
-      if (!local_rank_of_.count(device)) {
-        const int slot = static_cast<int>(local_rank_of_.size());
-        local_rank_of_[device] = slot;
+      if (hosts_ && !hosts_->host_of(device)) {
+        answer_join(elastic_dir_, device,
+                    {false, fmt::format("device {} is on no host of the run: start `hyperpipe "
+                                        "agent --devices {}` on its host",
+                                        device, device)});
+        continue;
       }
-      joined_.push_back(device);
-      JoinAnswer answer{true, ""};
-      const double now = predicted_iteration(plan_);
-      try {
-        const auto with_it = plan_available();
-        if (with_it.iteration_time < now * (1 - join_gain_)) {
-          request_handover(
-              elastic_dir_,
-              fmt::format("device {} joined: a plan with it is predicted to take {} "
-                          "an iteration (now {})",
-                          device, format_duration(with_it.iteration_time), format_duration(now)));
-          answer.message = fmt::format(
-              "the run plans again with it after its next checkpoint{} (predicted iteration "
-              "{}, now {})",
-              checkpoint_every_ ? fmt::format(" (every {} steps)", *checkpoint_every_)
-                                : " (none before its end: no --checkpoint-every)",
-              format_duration(with_it.iteration_time), format_duration(now));
-        } else {
-          answer.message = fmt::format(
-              "kept as a spare: a plan with it is predicted to take {} an iteration, now {}, "
-              "less than --adapt-gain {:.0f}% faster; the run plans with it after a loss",
-              format_duration(with_it.iteration_time), format_duration(now), join_gain_ * 100);
-        }
-      } catch (const InputError& error) {
-        answer.message = fmt::format("kept as a spare: no plan of the devices there fits ({})",
-                                     error.expected());
-      }
-      log_line(fmt::format("device {} ({}) offered: {}", device,
-                           checked_.cluster.device_type(device).name, answer.message));
-      answer_join(elastic_dir_, device, answer);
+      answer_join(elastic_dir_, device, offer(device));
     }
+  }
+
+  // A device offered (by `hyperpipe join` or an agent): one that makes a faster plan has
+  // the run hand over after its next checkpoint, the others are kept as spares that the
+  // next plan (after a loss) may use. The answer.
+  JoinAnswer offer(int device) {
+    if (const auto refusal = join_refusal(checked_.cluster, available_, device)) {
+      log_line(fmt::format("device {} offered: refused: {}", device, *refusal));
+      return {false, *refusal};
+    }
+    available_.insert(std::upper_bound(available_.begin(), available_.end(), device), device);
+    if (!local_rank_of_.count(device)) {
+      const int slot = static_cast<int>(local_rank_of_.size());
+      local_rank_of_[device] = slot;
+    }
+    if (!started_) return {true, "in the run from its start"};
+    joined_.push_back(device);
+    JoinAnswer answer{true, ""};
+    const double now = predicted_iteration(plan_);
+    try {
+      const auto with_it = plan_available();
+      if (with_it.iteration_time < now * (1 - join_gain_)) {
+        request_handover(
+            elastic_dir_,
+            fmt::format("device {} joined: a plan with it is predicted to take {} "
+                        "an iteration (now {})",
+                        device, format_duration(with_it.iteration_time), format_duration(now)));
+        answer.message = fmt::format(
+            "the run plans again with it after its next checkpoint{} (predicted iteration "
+            "{}, now {})",
+            checkpoint_every_ ? fmt::format(" (every {} steps)", *checkpoint_every_)
+                              : " (none before its end: no --checkpoint-every)",
+            format_duration(with_it.iteration_time), format_duration(now));
+      } else {
+        answer.message = fmt::format(
+            "kept as a spare: a plan with it is predicted to take {} an iteration, now {}, "
+            "less than --adapt-gain {:.0f}% faster; the run plans with it after a loss",
+            format_duration(with_it.iteration_time), format_duration(now), join_gain_ * 100);
+      }
+    } catch (const InputError& error) {
+      answer.message =
+          fmt::format("kept as a spare: no plan of the devices there fits ({})", error.expected());
+    }
+    log_line(fmt::format("device {} ({}) offered: {}", device,
+                         checked_.cluster.device_type(device).name, answer.message));
+    return answer;
+  }
+
+  // Agents that came offer their devices; those that went take theirs away (a round
+  // running on them stops, and is recovered from as a loss).
+  void take_agent_changes() {
+    for (const auto& change : hosts_->look_at_agents()) {
+      if (change.arrived) {
+        log_line(fmt::format("agent {} offers device(s) {}", change.name,
+                             plan::format_devices(change.devices)));
+        for (int device : change.devices) offer(device);
+        continue;
+      }
+      log_line(fmt::format("agent {} is gone (no heartbeat for {} s, or restarted): device(s) {}",
+                           change.name, settings_.heartbeat_timeout,
+                           plan::format_devices(change.devices)));
+      for (int device : change.devices) {
+        available_.erase(std::remove(available_.begin(), available_.end(), device),
+                         available_.end());
+        joined_.erase(std::remove(joined_.begin(), joined_.end(), device), joined_.end());
+      }
+    }
+  }
+
+  // Before the first round: the agents offer the plan's devices not here. Those that do
+  // not come within --host-wait are planned without (down to --min-devices).
+  void wait_for_hosts() {
+    const auto needed = plan::devices_in_rank_order(plan_);
+    const auto missing = [&] {
+      std::vector<int> devices;
+      for (int device : needed) {
+        if (!std::binary_search(available_.begin(), available_.end(), device)) {
+          devices.push_back(device);
+        }
+      }
+      return devices;
+    };
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::milliseconds(static_cast<int64_t>(settings_.host_wait_seconds * 1e3));
+    if (!missing().empty()) {
+      log_line(fmt::format("waiting up to {} s for agents (hyperpipe agent) to offer device(s) {}",
+                           settings_.host_wait_seconds, plan::format_devices(missing())));
+    }
+    const StopSignals signals(/*arm_alarm=*/false);  // Ctrl-C: the agents hear the run ended
+    while (!missing().empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(kHostPoll);
+      if (const int signal_number = StopSignals::received()) {
+        throw CommandFailed(
+            fmt::format("stopped by {} while waiting for the agents", signal_name(signal_number)),
+            128 + signal_number);
+      }
+      take_agent_changes();
+    }
+    if (missing().empty()) return;
+    const std::string absent = plan::format_devices(missing());
+    if (static_cast<int>(available_.size()) < settings_.min_devices) {
+      throw CommandFailed(
+          fmt::format("no agent offered device(s) {} in {} s (--host-wait), and the {} device(s) "
+                      "there are fewer than --min-devices {}",
+                      absent, settings_.host_wait_seconds, available_.size(),
+                      settings_.min_devices),
+          kExitInternalError);
+    }
+    log_line(fmt::format("no agent offered device(s) {} in {} s: planning without them", absent,
+                         settings_.host_wait_seconds));
+    const double before = predicted_iteration(plan_);
+    try {
+      adopt(plan_available(), before, 0);
+    } catch (const InputError& error) {
+      throw InputError(
+          "--elastic", fmt::format("without device(s) {}", absent),
+          fmt::format("a plan that fits the {} device(s) there ({}); none does: {}",
+                      available_.size(), plan::format_devices(available_), error.expected()));
+    }
+  }
+
+  // Devices of the plan whose host went before their round could start: lost as a host's
+  // are. Whether there were any.
+  bool lose_hostless_devices(const std::vector<int>& devices, int restart) {
+    std::vector<int> hostless;
+    for (int device : devices) {
+      if (!hosts_->host_of(device)) hostless.push_back(device);
+    }
+    if (hostless.empty()) return false;
+    launch::LaunchResult result;
+    result.failure_seen = result.all_exited = Clock::now();
+    lose(hostless, {{"host", ""}, {"devices", hostless}},
+         fmt::format("device(s) {}", plan::format_devices(hostless)),
+         "their host went before the next round started", result, restart);
+    return true;
   }
 
   // The run checkpointed and ended because devices joined: go on with a plan of every
@@ -461,6 +624,8 @@ class ElasticRun {
   double join_gain_ = kDefaultAdaptGain;  // a plan with a device that joined must gain this
   std::optional<int64_t> checkpoint_every_;
   int losses_ = 0;                    // restarts after a lost device (switches of plan aside)
+  std::optional<HostRounds> hosts_;   // a run across hosts: the agents and rounds
+  bool started_ = false;              // the first round began (offers may hand over now)
   std::optional<Recovery> recovery_;  // the latest recovery
   json recoveries_ = json::array();   // those before it
 };
@@ -470,7 +635,14 @@ class ElasticRun {
 void launch_elastic(const std::string& plan_path, const std::vector<std::string>& extras,
                     launch::LaunchSpec base, const ElasticSettings& settings, std::ostream& out,
                     std::ostream& err) {
-  ElasticRun(plan_path, extras, settings, out, err).run(std::move(base));
+  ElasticRun run(plan_path, extras, settings, out, err);
+  try {
+    run.run(std::move(base));
+  } catch (const std::exception& error) {
+    run.end(false, error.what());
+    throw;
+  }
+  run.end(true, "");
 }
 
 }  // namespace hyperpipe::cli

@@ -5,13 +5,15 @@
 // plan from the checkpoint, which loads into any split. Each recovery is timed from the
 // launcher seeing the death to the first step on the new plan. A device offered meanwhile
 // (`hyperpipe join`, elastic_join.h) is planned with, and the run hands over to that plan
-// after its next checkpoint where it is faster.
+// after its next checkpoint where it is faster. Across hosts, this launcher leads and an
+// agent on each other host starts that host's ranks (elastic_rounds.h).
 #pragma once
 
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "hyperpipe/cli/elastic_hosts.h"
 #include "hyperpipe/launch/process_launcher.h"
 
 namespace hyperpipe::cli {
@@ -26,9 +28,21 @@ inline constexpr const char* kElasticDirectory = "elastic";
 inline constexpr const char* kRecoveryFile = "recovery.json";
 inline constexpr const char* kRecoveryFormat = "hyperpipe.recovery/1";
 
+// How long a leader waits at the start for agents to offer the plan's other devices: long
+// enough for `hyperpipe agent` to be started by hand or by a scheduler on the other hosts.
+inline constexpr double kDefaultHostWaitSeconds = 60;
+
 struct ElasticSettings {
   int max_restarts = kDefaultMaxRestarts;
   int min_devices = 1;
+  // A run across hosts (launch --elastic --devices-here): this host's devices in LOCAL_RANK
+  // order (empty: every device is here), its address and the run's port. The other devices
+  // come from agents (`hyperpipe agent`, elastic_hosts.h).
+  std::vector<int> devices_here;
+  std::string address = "127.0.0.1";
+  int port = 0;
+  double host_wait_seconds = kDefaultHostWaitSeconds;
+  double heartbeat_timeout = kDefaultHeartbeatTimeoutSeconds;
 };
 
 // Runs the plan's processes as `launch` does (`base`: everything but the command, the

@@ -63,10 +63,10 @@ std::vector<int> ranks_here(const plan::Plan& plan, const std::vector<int>& here
 // port, under one secret that every host's environment holds.
 void check_shared_run(const LaunchArgs& args, bool adapts) {
   const std::string here = fmt::format("{} device(s) of the plan's", args.devices_here.size());
-  if (args.elastic || adapts) {
+  if (adapts && !args.elastic) {
     throw InputError("--devices-here", here,
-                     "every device of the plan with --elastic or --adapt: an elastic run starts "
-                     "all its processes on this machine for now");
+                     "--elastic beside --adapt: a run across hosts switches plans through the "
+                     "elastic leader and its agents");
   }
   if (args.port == 0) {
     throw InputError("--devices-here", here,
@@ -143,6 +143,18 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "With --elastic: the fewest devices the run goes on with")
       ->default_val(1)
       ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--host-wait", args->elastic_settings.host_wait_seconds,
+                   "With --elastic --devices-here: seconds to wait at the start for agents "
+                   "(`hyperpipe agent`) to offer the plan's other devices")
+      ->default_val(kDefaultHostWaitSeconds)
+      ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--heartbeat-timeout", args->elastic_settings.heartbeat_timeout,
+                   "With --elastic --devices-here: seconds without an agent's heartbeat after "
+                   "which its host and devices are gone")
+      ->default_val(kDefaultHeartbeatTimeoutSeconds)
+      ->check(CLI::PositiveNumber);
   command->allow_extras();
   command->fallthrough(false);  // what launch does not know is train's
   command->footer(
@@ -150,7 +162,9 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "--format json, stdout is rank 0's JSON document and everything else goes to stderr.\n"
       "Across machines run `hyperpipe launch --devices-here` on each host (the same --port, "
       "--master-addr and HYPERPIPE_JOB_TOKEN), or `hyperpipe train` under torchrun "
-      "--no-python, mpirun or srun.\n"
+      "--no-python, mpirun or srun. An elastic run across machines: `hyperpipe launch "
+      "--elastic --devices-here` on one host (--master-addr: its address) and `hyperpipe "
+      "agent` on each other.\n"
       "Example:\n"
       "  hyperpipe launch --plan examples/plans/tiny-gpt-3stage.json "
       "--data examples/data/corpus.txt --steps 20");
@@ -165,6 +179,11 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     spec.world_size = static_cast<int>(plan::devices_in_rank_order(plan).size());
     const bool shared = spec.processes < spec.world_size;
     if (shared) check_shared_run(*args, has_flag(command->remaining(), "--adapt"));
+    if (shared && args->elastic) {
+      args->elastic_settings.devices_here = args->devices_here;
+      args->elastic_settings.address = args->master_address;
+      args->elastic_settings.port = args->port;
+    }
     spec.address = args->master_address;
     spec.port = args->port;
     const bool hosts_store = spec.ranks.front() == 0;  // rank 0 listens for the others

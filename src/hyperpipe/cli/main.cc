@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
                           argc, args),
       cli::add_launch_command,
       planning(cli::add_join_command),
+      cli::add_agent_command,
   };
   program.version = [argc, args]() -> std::string {
     // The worker knows the libtorch it loads and whether CUDA and NCCL work here.

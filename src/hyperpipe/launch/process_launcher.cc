@@ -254,6 +254,18 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
     }
     if (fds.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(kPollMilliseconds));
     if (spec.tick) spec.tick();
+    if (!result.stopped && spec.stop_when && spec.stop_when()) {
+      result.stopped = true;
+      err << fmt::format("[launch] asked to stop: stopping the {} workers\n", running)
+          << std::flush;
+      for (auto& other : children) {
+        if (!other.exited) kill(-other.pid, SIGTERM);
+      }
+      if (!stopping) {
+        stopping = true;
+        stop_deadline = std::chrono::steady_clock::now() + spec.grace;
+      }
+    }
     // Who exited since the last look; of several, one a signal ended is the first failure.
     std::vector<int> exited_now;
     for (int rank = 0; rank < spec.processes; ++rank) {
@@ -273,9 +285,9 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
       const Child& child = children[rank];
       // A worker that stopped on the signal passed on to it, or that the launcher killed
       // after it, has not failed.
-      const bool stopped_as_asked =
-          forwarded && (child.code == 128 + SIGINT || child.code == 128 + SIGTERM ||
-                        child.code == 128 + SIGHUP || child.code == 128 + SIGKILL);
+      const bool stopped_as_asked = (forwarded || result.stopped) &&
+                                    (child.code == 128 + SIGINT || child.code == 128 + SIGTERM ||
+                                     child.code == 128 + SIGHUP || child.code == 128 + SIGKILL);
       const bool handed_over = child.code == spec.handover_exit_code;
       if (child.code != 0 && !stopped_as_asked && !handed_over && result.failed_rank < 0) {
         result.failed_rank = rank_of(spec, rank);

@@ -39,6 +39,10 @@ struct LaunchSpec {
   // Called on the launcher's thread every time it looks for output and exits (about every
   // 50 ms) while the processes run.
   std::function<void()> tick;
+  // Asked right after each tick: once true, every process is stopped as on a forwarded
+  // SIGTERM (SIGKILL after `grace`), and those that end on it have not failed (another
+  // host's side of the run failed, say).
+  std::function<bool()> stop_when;
 };
 
 struct LaunchResult {
@@ -46,6 +50,7 @@ struct LaunchResult {
   int failed_rank = -1;    // the first rank to fail (a global rank), -1 when none did
   std::vector<int> codes;  // per process started, in the order of LaunchSpec::ranks
   int signal = 0;          // the stop signal forwarded to the workers, 0 if none
+  bool stopped = false;    // stop_when asked for the stop
   // Wall-clock times (std::chrono::system_clock): when the failed rank was seen to have
   // exited, and when the last process had.
   std::chrono::system_clock::time_point failure_seen;
