@@ -12,6 +12,13 @@
 #       -- hyperpipe train --plan P --data D --steps 5 …
 #   scripts/netlab.sh run --cluster C -- hyperpipe profile --links --cluster C --out P
 #                                            (no plan: one rank per device of C, in order)
+#   scripts/netlab.sh run --cluster C --launcher per-host [--logs DIR] -- COMMAND …
+#                                            (COMMAND once per host, in its namespace, with
+#                                             NETLAB_HOST, NETLAB_HOST_NAME,
+#                                             NETLAB_HOST_ADDRESS, NETLAB_HOST_DEVICES (the
+#                                             host's device ids, comma-separated),
+#                                             NETLAB_MASTER_ADDR (host 0's) and
+#                                             HYPERPIPE_JOB_TOKEN: a launcher per host)
 #   scripts/netlab.sh down LAB               removes a lab left behind by a killed run
 #
 # Exit status: the command's (the first failing rank's), 77 when namespaces cannot be
@@ -165,6 +172,45 @@ exec_rank() {
   exec ip netns exec "$(rank_host_field "$layout" "$rank" 5)" "$@"
 }
 
+# Waits for RANK_PIDS; returns the exit status of the first to fail (0 when none did). The
+# first to fail fails the run; the others are stopped at teardown.
+wait_first_failure() {
+  local running=("${RANK_PIDS[@]}") finished code left pid
+  while [ ${#running[@]} -gt 0 ]; do
+    code=0
+    wait -n -p finished "${running[@]}" || code=$?
+    left=()
+    for pid in "${running[@]}"; do [ "$pid" = "$finished" ] || left+=("$pid"); done
+    running=("${left[@]}")
+    if [ "$code" -ne 0 ]; then return "$code"; fi
+  done
+}
+
+# run_per_host LAYOUT LOGS MASTER TOKEN COMMAND…: COMMAND once per host in its namespace;
+# the first to fail fails the run (the others are stopped at teardown).
+run_per_host() {
+  local layout=$1 logs=$2 master=$3 token=$4
+  shift 4
+  local host hosts devices
+  hosts=$(grep -c '^host' "$layout")
+  for ((host = 0; host < hosts; ++host)); do
+    devices=$(awk -v h="$host" '$1 == "rank" && $3 == h { print $2 }' "$layout" | paste -sd,)
+    setsid env NETLAB_HOST="$host" \
+      NETLAB_HOST_NAME="$(awk -v h="$host" '$1 == "host" && $2 == h { print $3 }' "$layout")" \
+      NETLAB_HOST_ADDRESS="$(awk -v h="$host" '$1 == "host" && $2 == h { print $6 }' "$layout")" \
+      NETLAB_HOST_DEVICES="$devices" NETLAB_MASTER_ADDR="$master" HYPERPIPE_JOB_TOKEN="$token" \
+      ip netns exec "$(awk -v h="$host" '$1 == "host" && $2 == h { print $5 }' "$layout")" "$@" \
+      >"$logs/host-$host.log" 2>&1 &
+    RANK_PIDS+=($!)
+  done
+  local status=0
+  wait_first_failure || status=$?
+  for ((host = 0; host < hosts; ++host)); do
+    sed "s/^/[host $host] /" "$logs/host-$host.log"
+  done
+  return "$status"
+}
+
 run_lab() {
   local plan="" cluster="" launcher=env logs=""
   while [ $# -gt 0 ]; do
@@ -179,7 +225,11 @@ run_lab() {
   done
   [ -n "$plan" ] || [ -n "$cluster" ] || usage
   [ $# -gt 0 ] || usage
-  case $launcher in env | mpirun) ;; *) say "--launcher: env or mpirun, got '$launcher'"; exit 2 ;; esac
+  case $launcher in env | mpirun | per-host) ;; *) say "--launcher: env, mpirun or per-host, got '$launcher'"; exit 2 ;; esac
+  if [ "$launcher" = per-host ] && [ -n "$plan" ]; then
+    say "--launcher per-host takes --cluster, not --plan: each host gets its devices' ids in the cluster"
+    exit 2
+  fi
   if [ "$launcher" = mpirun ] && ! command -v mpirun >/dev/null; then
     say "--launcher mpirun: mpirun not found (install openmpi-bin: scripts/install-deps.sh)"
     exit 2
@@ -215,7 +265,9 @@ run_lab() {
   port=29500
   token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
   local status=0
-  if [ "$launcher" = mpirun ]; then
+  if [ "$launcher" = per-host ]; then
+    run_per_host "$layout" "$logs" "$master" "$token" "$@" || status=$?
+  elif [ "$launcher" = mpirun ]; then
     MASTER_ADDR=$master MASTER_PORT=$port HYPERPIPE_JOB_TOKEN=$token \
       mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$world" \
       -x MASTER_ADDR -x MASTER_PORT -x HYPERPIPE_JOB_TOKEN \
@@ -234,16 +286,7 @@ run_lab() {
         >"$logs/rank-$rank.log" 2>&1 &
       RANK_PIDS+=($!)
     done
-    # The first rank to fail fails the run; the others are stopped at teardown.
-    local running=("${RANK_PIDS[@]}") finished code
-    while [ ${#running[@]} -gt 0 ]; do
-      code=0
-      wait -n -p finished "${running[@]}" || code=$?
-      local left=() pid
-      for pid in "${running[@]}"; do [ "$pid" = "$finished" ] || left+=("$pid"); done
-      running=("${left[@]}")
-      if [ "$code" -ne 0 ]; then status=$code; break; fi
-    done
+    wait_first_failure || status=$?
     for ((rank = 0; rank < world; ++rank)); do
       sed "s/^/[rank $rank] /" "$logs/rank-$rank.log"
     done

@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <sstream>
 #include <thread>
+
+#include "test_files.h"
 
 namespace hyperpipe::launch {
 namespace {
@@ -47,10 +50,16 @@ TEST(ProcessLauncher, EachRankGetsItsRendezvousAndItsOutputIsPrefixed) {
 TEST(ProcessLauncher, ALaunchersShareOfARunAcrossHostsHasTheRunsRanks) {
   std::ostringstream out;
   std::ostringstream err;
+  // Rank 1 fails once rank 3 has printed (a marker file says so): the failure stops rank 3,
+  // and a rank 3 not yet started that far would print nothing.
+  const std::string marker = hyperpipe::testing::temp_path("rank-3-printed");
+  std::remove(marker.c_str());
   auto spec = shell(
       "echo rank $RANK of $WORLD_SIZE, $LOCAL_RANK of $LOCAL_WORLD_SIZE here; "
-      "if [ $RANK = 1 ]; then exit 4; fi",
+      "if [ $RANK = 3 ]; then touch $MARKER; exec sleep 60; fi; "
+      "while [ ! -e $MARKER ]; do sleep 0.01; done; exit 4",
       2);
+  spec.environment["MARKER"] = marker;
   spec.ranks = {3, 1};
   spec.world_size = 5;
   const auto result = launch_processes(spec, out, err);

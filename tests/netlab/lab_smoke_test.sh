@@ -17,21 +17,11 @@ plan=examples/plans/tiny-gpt-lab-two-hosts.json
 readonly MAX_PREDICTION_ERROR_PERCENT=30
 readonly STEPS=6
 
-status=0
-bash scripts/netlab.sh check || status=$?
-[ "$status" -eq 0 ] || exit "$status"
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-namespaces_before=$(ip netns list | grep -c '^hp' || true)
+# shellcheck source=tests/netlab/lab_test_common.sh
+source tests/netlab/lab_test_common.sh
 
 "$hyperpipe" profile --model examples/models/tiny-gpt.yaml --cluster examples/clusters/lab-two-hosts.yaml \
   --micro-batch 4 --no-links --out "$work/profiles.json" >"$work/profile.log"
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
 
 # The link between the two hosts, measured across the lab into the same database: the
 # prediction below then interpolates the lab's own table.
@@ -66,5 +56,4 @@ bash scripts/netlab.sh run --plan "$plan" --launcher mpirun --logs "$work/mpi" -
   >"$work/mpi.log" 2>&1 || fail "the mpirun lab run failed: $(tail -20 "$work/mpi.log")"
 check_run "$work/mpi.log"
 
-namespaces_after=$(ip netns list | grep -c '^hp' || true)
-[ "$namespaces_after" -eq "$namespaces_before" ] || fail "the lab left namespaces: $(ip netns list)"
+check_no_namespaces_left

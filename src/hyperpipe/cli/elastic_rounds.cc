@@ -244,6 +244,12 @@ RoundOutcome HostRounds::run_round(launch::LaunchSpec spec, const std::string& p
         local.failed_rank >= 0 ? std::min(local.failure_seen, *trouble_seen) : *trouble_seen;
     return outcome;
   }
+  // Stopped by a signal here (Ctrl-C): the other hosts' ranks stopped with the run, and
+  // none of them failed on its own.
+  if (local.signal) {
+    merged.failed_rank = -1;
+    return outcome;
+  }
   // The first failure of all hosts: one a signal ended on its own before the others, then
   // the earliest seen (each host's clock; hosts of one cluster keep theirs in step by NTP).
   std::vector<Failure> failures;
