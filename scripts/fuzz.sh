@@ -22,6 +22,7 @@ harnesses=(
   "profile_db_fuzz profiles tests/fuzz/seeds/profiles/*"
   "plan_fuzz plan examples/plans/*.json"
   "planner_fuzz - tests/fuzz/seeds/planner/*"
+  "safetensors_fuzz - tests/fuzz/seeds/safetensors/*"
 )
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
