@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "hyperpipe/common/error.h"
 #include "test_files.h"
 
@@ -18,6 +20,22 @@ TEST(HuggingFaceConfig, Gpt2) {
   const Model model = load_model(kData + "/gpt2-config.json");
   EXPECT_EQ(model.total_params(), 124'439'808);
   EXPECT_EQ(model.config().ffn_hidden, 4 * 768);  // n_inner: null
+  EXPECT_EQ(model.config().name, "gpt2");
+}
+
+// A Hugging Face checkpoint's directory is read through its config.json; a directory
+// without one is refused, saying what it lacks.
+TEST(HuggingFaceConfig, ACheckpointDirectoryIsItsConfigJson) {
+  const std::string dir = hyperpipe::testing::temp_path("hf-gpt2-directory");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  EXPECT_NE(error_message<InputError>([&] {
+              load_model(dir);
+            }).find("a model directory with a config.json"),
+            std::string::npos);
+  std::filesystem::copy_file(kData + "/gpt2-config.json", dir + "/config.json");
+  const Model model = load_model(dir);
+  EXPECT_EQ(model.total_params(), 124'439'808);
   EXPECT_EQ(model.config().name, "gpt2");
 }
 

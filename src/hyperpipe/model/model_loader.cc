@@ -203,6 +203,17 @@ Model load_model(const std::string& name_or_path) {
                      "(a model .yaml or a Hugging Face config.json)" +
                          did_you_mean(name_or_path, names));
   }
+  // A Hugging Face checkpoint's directory: its config.json says what the model is.
+  if (std::filesystem::is_directory(name_or_path)) {
+    const auto config = std::filesystem::path(name_or_path) / kHfConfigFile;
+    if (!std::filesystem::is_regular_file(config)) {
+      throw InputError("--model", name_or_path,
+                       fmt::format("a model directory with a {} (as Hugging Face checkpoints "
+                                   "have), or a model file",
+                                   kHfConfigFile));
+    }
+    return Model(read_hf_config(YamlField::load_file(config.string())));
+  }
   const YamlField root = YamlField::load_file(name_or_path);
   if (root.is_map() && root.has("model_type")) return Model(read_hf_config(root));
   return Model(read_model_yaml(root));

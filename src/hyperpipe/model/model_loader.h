@@ -8,8 +8,12 @@
 
 namespace hyperpipe::model {
 
-// `name_or_path` is a catalogue name (see `hyperpipe models`) or a path to a model file:
-// our YAML format, or a Hugging Face config.json (recognised by its `model_type`).
+// The file a Hugging Face checkpoint's directory describes its model in.
+inline constexpr const char* kHfConfigFile = "config.json";
+
+// `name_or_path` is a catalogue name (see `hyperpipe models`), a path to a model file (our
+// YAML format, or a Hugging Face config.json, recognised by its `model_type`) or a Hugging
+// Face checkpoint's directory (its config.json).
 // Throws InputError naming the file and field on any problem.
 Model load_model(const std::string& name_or_path);
 
