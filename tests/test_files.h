@@ -15,6 +15,19 @@ inline std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "/hyperpipe-" + std::to_string(::getpid()) + "-" + name;
 }
 
+// A parameterised test's name from its case's `name` ("tp-two" becomes "tp_two": GoogleTest
+// takes letters, digits and underscores). Pass as INSTANTIATE_TEST_SUITE_P's last argument.
+struct NameOfCase {
+  template <typename Info>
+  std::string operator()(const Info& info) const {
+    std::string name = info.param.name;
+    for (char& c : name) {
+      if (c == '-') c = '_';
+    }
+    return name;
+  }
+};
+
 // Writes `text` to a fresh temporary file named after `name`; returns its path.
 inline std::string write_temp_file(const std::string& name, const std::string& text) {
   const std::string path = temp_path(name);

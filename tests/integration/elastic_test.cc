@@ -552,11 +552,7 @@ INSTANTIATE_TEST_SUITE_P(
                                  {"a plan that fits the 2 device(s) left (0,2); none does",
                                   "1.03 MiB for weights, gradients and Adam state",
                                   "(1.00 KiB reserved on each)"}}),
-    [](const auto& info) {
-      std::string name = info.param.name;
-      std::replace(name.begin(), name.end(), '-', '_');
-      return name;
-    });
+    hyperpipe::testing::NameOfCase());
 
 }  // namespace
 }  // namespace hyperpipe::runtime

@@ -172,11 +172,7 @@ INSTANTIATE_TEST_SUITE_P(
                 floats({1.0f, 2.0f}), std::nullopt, "4 bytes after the header"},
         BadFile{"metadata-not-strings", R"({"__metadata__": {"step": 3}})", "", std::nullopt,
                 "__metadata__.step"}),
-    [](const auto& info) {
-      std::string name = info.param.name;
-      std::replace(name.begin(), name.end(), '-', '_');
-      return name;
-    });
+    hyperpipe::testing::NameOfCase());
 
 TEST(Safetensors, AFileShorterThanItsLengthFieldIsRefused) {
   const std::string path = hyperpipe::testing::temp_path("seven-bytes.safetensors");

@@ -101,6 +101,10 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->add_option("--checkpoint-every", options->checkpoint_every,
                    "Save every this many steps (and at the end)")
       ->check(CLI::NonNegativeNumber);
+  command->add_option("--init-from", options->init_from,
+                      "Start from a Hugging Face checkpoint's weights: its directory (config.json "
+                      "and model.safetensors, or shards with their index); each process reads "
+                      "only its own layers' tensors. A checkpoint --resume finds wins over it");
   command->add_flag("--resume", options->resume,
                     "Continue from the last complete checkpoint in --checkpoint-dir (of the "
                     "same model, seed and data)");

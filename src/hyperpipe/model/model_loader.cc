@@ -90,6 +90,12 @@ TransformerConfig read_hf_gpt2(const YamlField& root) {
   c.seq_len = root.required("n_positions").as_positive_int();
   read_int_if_present(root, "n_inner", c.ffn_hidden);  // null means 4·n_embd
   read_bool_if_present(root, "tie_word_embeddings", c.tied_embeddings);
+  // GPT2Config's dropouts default to 0.1; a model fine-tuned without them sets all to 0.
+  c.dropout = false;
+  for (const char* key : {"resid_pdrop", "embd_pdrop", "attn_pdrop"}) {
+    const auto rate = root.optional(key);
+    if (!rate || rate->as_number() > 0) c.dropout = true;
+  }
   return c;
 }
 

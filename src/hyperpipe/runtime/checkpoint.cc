@@ -210,17 +210,6 @@ std::string checked_file_name(const nlohmann::json& file, const std::string& man
   return name;
 }
 
-// The position of `key` among a module's named parameters (the order of parameters()).
-size_t index_of(const torch::OrderedDict<std::string, torch::Tensor>& named,
-                const std::string& key) {
-  size_t i = 0;
-  for (const auto& item : named) {
-    if (item.key() == key) return i;
-    ++i;
-  }
-  throw std::out_of_range("not a parameter of the module: " + key);
-}
-
 // The checkpoint in `path`, its manifest read and every file checked against its CRC-32.
 CheckpointInfo read_checkpoint(const std::string& path) {
   CheckpointInfo info;
@@ -336,13 +325,8 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
         torch::Tensor value;
         archive.read(key, value);
         // Checkpoints hold whole tensors: a shard takes its slice.
-        const auto split = chunk->split(key);
         const auto shard = [&](const torch::Tensor& whole) {
-          return split && whole.dim() > split->dim &&
-                         whole.size(split->dim) ==
-                             std::accumulate(split->parts.begin(), split->parts.end(), int64_t{0})
-                     ? shard_of(whole, *split, chunk->shard())
-                     : whole;
+          return chunk->share_of_whole(key, whole);
         };
         value = shard(value);
         if (value.sizes() != parameter.sizes()) {
@@ -360,7 +344,7 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
           whole.exp_avg_sq = shard(exp_avg_sq).to(parameter.device());
           whole.steps = step.item<int64_t>();
         }
-        executor.restore_trained_state(static_cast<int>(c), index_of(wanted, key), whole);
+        executor.restore_trained_state(static_cast<int>(c), chunk->parameter_index(key), whole);
         loaded.insert(key);
       }
     }

@@ -1,5 +1,6 @@
 #include "hyperpipe/runtime/stage_module.h"
 
+#include <numeric>
 #include <string>
 
 namespace hyperpipe::runtime {
@@ -56,6 +57,24 @@ std::optional<ShardSplit> StageModule::split(const std::string& name) const {
   const int layer = parameter_layer(name);
   if (layer < first_ || layer >= end_) throw std::out_of_range(name + " is not in this stage");
   return chain_.at(layer - first_)->split(name.substr(name.find('.') + 1));
+}
+
+torch::Tensor StageModule::share_of_whole(const std::string& name,
+                                          const torch::Tensor& whole) const {
+  const auto how = split(name);
+  const bool is_whole =
+      how && whole.dim() > how->dim &&
+      whole.size(how->dim) == std::accumulate(how->parts.begin(), how->parts.end(), int64_t{0});
+  return is_whole ? shard_of(whole, *how, shard_) : whole;
+}
+
+size_t StageModule::parameter_index(const std::string& name) const {
+  size_t i = 0;
+  for (const auto& item : named_parameters()) {
+    if (item.key() == name) return i;
+    ++i;
+  }
+  throw std::out_of_range("not a parameter of the module: " + name);
 }
 
 int parameter_layer(const std::string& name) {

@@ -45,6 +45,11 @@ class StageModule : public torch::nn::Module {
   // one every shard holds whole, and for every parameter when unsharded.
   std::optional<ShardSplit> split(const std::string& name) const;
   const TensorShard& shard() const { return shard_; }
+  // This shard's slice of parameter `name` given the whole of it (as checkpoints hold
+  // parameters), or `whole` itself where the parameter is not split.
+  torch::Tensor share_of_whole(const std::string& name, const torch::Tensor& whole) const;
+  // The position of parameter `name` among named_parameters() (the order of parameters()).
+  size_t parameter_index(const std::string& name) const;
 
  private:
   int first_;

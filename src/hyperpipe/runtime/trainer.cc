@@ -20,6 +20,7 @@
 #include "hyperpipe/runtime/checkpoint_directory.h"
 #include "hyperpipe/runtime/device_check.h"
 #include "hyperpipe/runtime/executor.h"
+#include "hyperpipe/runtime/hf_weights.h"
 #include "hyperpipe/runtime/host_memory.h"
 #include "hyperpipe/runtime/mixed_precision.h"
 #include "hyperpipe/runtime/rendezvous.h"
@@ -218,6 +219,8 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
   if (checkpoint) {
     load_checkpoint(*checkpoint, executor, model.config().name);
     record.first_step = checkpoint->steps_done;
+  } else if (options.init_from) {
+    load_hf_weights(*options.init_from, executor, model.config());
   }
   if (record.reporter) {
     observer.started(checkpoint ? std::optional(checkpoint->path) : std::nullopt,
@@ -383,6 +386,8 @@ struct CheckedInputs {
                                    "of the text data); {} has {}",
                                    kByteVocabulary, config.name, config.vocab));
     }
+    // Checked before any process meets the others: config.json and the weights' headers.
+    if (options.init_from) open_hf_checkpoint(*options.init_from, config);
     if (options.loss_scale && !(*options.loss_scale > 0)) {
       throw InputError("--loss-scale", fmt::format("{}", *options.loss_scale),
                        "a positive initial loss scale");

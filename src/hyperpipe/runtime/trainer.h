@@ -47,6 +47,9 @@ struct TrainOptions {
   std::optional<std::string> checkpoint_dir;
   int64_t checkpoint_every = 0;  // steps; 0: only at the end (when a directory is given)
   bool resume = false;
+  // A Hugging Face checkpoint's directory whose weights the run starts from (hf_weights.h);
+  // a checkpoint resumed from wins over it.
+  std::optional<std::string> init_from;
   // Replace the checkpoints of an earlier run in checkpoint_dir (else a new run refuses it).
   bool overwrite = false;
   // Refuse to start where a process is not where the plan put it (device_check.h).
