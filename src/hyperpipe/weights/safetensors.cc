@@ -1,14 +1,10 @@
 #include "hyperpipe/weights/safetensors.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -223,43 +219,8 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> bytes, uin
   return header;
 }
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(path, "", fmt::format("a readable file ({})", std::strerror(errno)));
-  struct stat status {};
-  if (fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
-    close(fd);
-    throw InputError(path, "", "a regular file");
-  }
-  mapped_size_ = static_cast<size_t>(status.st_size);
-  if (mapped_size_ > 0) {
-    void* address = mmap(nullptr, mapped_size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (address == MAP_FAILED) {
-      const int error = errno;
-      close(fd);
-      throw InputError(path, "",
-                       fmt::format("a file that can be mapped ({})", std::strerror(error)));
-    }
-    mapped_ = static_cast<const std::byte*>(address);
-  }
-  close(fd);
-  try {
-    header_ = parse_safetensors_header({mapped_, mapped_size_}, mapped_size_, path);
-  } catch (...) {
-    if (mapped_) munmap(const_cast<std::byte*>(mapped_), mapped_size_);
-    throw;
-  }
-}
-
-SafetensorsFile::~SafetensorsFile() {
-  if (mapped_) munmap(const_cast<std::byte*>(mapped_), mapped_size_);
-}
-
-SafetensorsFile::SafetensorsFile(SafetensorsFile&& other) noexcept
-    : path_(std::move(other.path_)),
-      header_(std::move(other.header_)),
-      mapped_(std::exchange(other.mapped_, nullptr)),
-      mapped_size_(std::exchange(other.mapped_size_, 0)) {}
+SafetensorsFile::SafetensorsFile(const std::string& path)
+    : file_(path), header_(parse_safetensors_header(file_.bytes(), file_.size(), path)) {}
 
 const TensorEntry* SafetensorsFile::find(const std::string& name) const {
   for (const auto& entry : header_.tensors) {
@@ -269,7 +230,7 @@ const TensorEntry* SafetensorsFile::find(const std::string& name) const {
 }
 
 std::span<const std::byte> SafetensorsFile::bytes(const TensorEntry& entry) const {
-  return {mapped_ + header_.data_offset + entry.begin, entry.end - entry.begin};
+  return file_.bytes().subspan(header_.data_offset + entry.begin, entry.end - entry.begin);
 }
 
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,

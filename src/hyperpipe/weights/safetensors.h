@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "hyperpipe/common/mapped_file.h"
+
 namespace hyperpipe::weights {
 
 // The element types safetensors names (its header's spelling in comments).
@@ -70,13 +72,8 @@ class SafetensorsFile {
  public:
   // Throws InputError naming `path` when it cannot be read or is not a whole, valid file.
   explicit SafetensorsFile(const std::string& path);
-  ~SafetensorsFile();
-  SafetensorsFile(SafetensorsFile&& other) noexcept;
-  SafetensorsFile& operator=(SafetensorsFile&&) = delete;
-  SafetensorsFile(const SafetensorsFile&) = delete;
-  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return file_.path(); }
   const std::vector<TensorEntry>& tensors() const { return header_.tensors; }
   const std::map<std::string, std::string>& metadata() const { return header_.metadata; }
   const TensorEntry* find(const std::string& name) const;
@@ -84,10 +81,8 @@ class SafetensorsFile {
   std::span<const std::byte> bytes(const TensorEntry& entry) const;
 
  private:
-  std::string path_;
+  MappedFile file_;
   SafetensorsHeader header_;
-  const std::byte* mapped_ = nullptr;
-  size_t mapped_size_ = 0;
 };
 
 // One tensor to write: its bytes are copied as they are (little-endian, row-major).
