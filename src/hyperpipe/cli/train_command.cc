@@ -28,7 +28,10 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   CLI::App* command = app.add_subcommand(
       "train", "Train with a plan: this process's device of it (see `hyperpipe launch`)");
   command->add_option("--plan", options->plan_path, "Plan file")->required();
-  command->add_option("--data", options->data_path, "Text file to train on (bytes as tokens)")
+  command
+      ->add_option("--data", options->data_path,
+                   "Text file to train on (bytes as tokens), or a Megatron-LM indexed dataset "
+                   "(PREFIX, with PREFIX.bin and PREFIX.idx: token ids)")
       ->required();
   command->add_option("--cluster", options->cluster, "Cluster instead of the plan's");
   command->add_option("--steps", options->steps, "Training steps")

@@ -14,6 +14,7 @@
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/common/text_excerpt.h"
+#include "hyperpipe/runtime/text_corpus.h"
 
 namespace hyperpipe::runtime {
 namespace {
@@ -74,6 +75,15 @@ RunIdentity identity_of(const std::string& model, uint64_t seed, const std::stri
   identity.model = model;
   identity.seed = seed;
   identity.data = fs::path(data_path).filename().string();
+  if (is_indexed_dataset(data_path)) {
+    // Its token file may be terabytes: the index (every sequence's length and place) and the
+    // token file's size stand for it.
+    const std::string prefix = indexed_dataset_prefix(data_path);
+    identity.data = fs::path(prefix).filename().string();
+    identity.data_bytes = fs::file_size(prefix + ".bin");
+    identity.data_crc32 = file_crc32(prefix + ".idx");
+    return identity;
+  }
   identity.data_bytes = fs::file_size(data_path);
   identity.data_crc32 = file_crc32(data_path);
   return identity;

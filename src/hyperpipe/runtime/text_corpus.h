@@ -1,24 +1,43 @@
-// Training data from a text file: bytes as tokens (a vocabulary of 256), cut into
-// windows of seq_len + 1 tokens (inputs and, shifted by one, targets), visited in an
-// order shuffled once by a seed. Sample i of a run is always the same window, so any
-// split of the batch over stages, ranks and restarts sees the same data.
+// Training data: the bytes of a text file as tokens (a vocabulary of 256), or the token ids
+// of a Megatron-LM indexed dataset (PREFIX.bin + PREFIX.idx, datasets/indexed_dataset.h:
+// its sequences back to back, as Megatron's GPT dataset reads them). Cut into windows of
+// seq_len + 1 tokens (inputs and, shifted by one, targets), visited in an order shuffled
+// once by a seed. Sample i of a run is always the same window, so any split of the batch
+// over stages, ranks and restarts sees the same data; a process reads only the windows it
+// draws (the indexed dataset is memory-mapped).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace hyperpipe::datasets {
+class IndexedDataset;
+}
 
 namespace hyperpipe::runtime {
 
 // Byte-level tokens.
 inline constexpr int64_t kByteVocabulary = 256;
 
+// Whether `path` names a Megatron-LM indexed dataset: PREFIX, PREFIX.idx or PREFIX.bin with
+// both files there.
+bool is_indexed_dataset(const std::string& path);
+// The PREFIX of a path naming an indexed dataset by its prefix or either of its files.
+std::string indexed_dataset_prefix(const std::string& path);
+
 class TextCorpus {
  public:
   // Throws InputError naming the file when it cannot be read or holds fewer than
   // seq_len + 1 bytes.
-  static TextCorpus load(const std::string& path, int64_t seq_len, uint64_t seed);
+  // An indexed dataset's ids must be below `vocab` (the model's): a window holding one that
+  // is not is refused (InputError naming the dataset) when it is drawn.
+  static TextCorpus load(const std::string& path, int64_t seq_len, uint64_t seed,
+                         int64_t vocab = kByteVocabulary);
   TextCorpus(std::string text, int64_t seq_len, uint64_t seed);
+  TextCorpus(std::shared_ptr<const datasets::IndexedDataset> tokens, std::string path,
+             int64_t seq_len, uint64_t seed, int64_t vocab);
 
   int64_t seq_len() const { return seq_len_; }
   int64_t windows() const { return static_cast<int64_t>(order_.size()); }
@@ -26,7 +45,14 @@ class TextCorpus {
   std::vector<int64_t> sample(int64_t index) const;
 
  private:
+  void shuffle(int64_t tokens, uint64_t seed);
+  std::vector<int64_t> indexed_tokens(int64_t start) const;
+
   std::string text_;
+  std::shared_ptr<const datasets::IndexedDataset> indexed_;
+  std::string indexed_path_;
+  std::vector<int64_t> sequence_starts_;  // of the indexed dataset's sequences in its stream
+  int64_t vocab_ = kByteVocabulary;
   int64_t seq_len_;
   std::vector<int64_t> order_;  // window starts, shuffled
 };

@@ -380,7 +380,7 @@ struct CheckedInputs {
         data(load_data(options, checked)),
         dtype(run_dtype(options.dtype, checked.model.config().dtype)) {
     const auto& config = checked.model.config();
-    if (config.vocab < kByteVocabulary) {
+    if (config.vocab < kByteVocabulary && !is_indexed_dataset(options.data_path)) {
       throw InputError(options.plan_path, "model",
                        fmt::format("a model with a vocabulary of at least {} (the byte tokens "
                                    "of the text data); {} has {}",
@@ -402,7 +402,8 @@ struct CheckedInputs {
     if (options.steps <= 0) throw InputError("--steps", "", "a positive number of steps");
     const int64_t seq =
         checked.plan.seq_len > 0 ? checked.plan.seq_len : checked.model.config().seq_len;
-    return TextCorpus::load(options.data_path, seq, options.data_seed);
+    return TextCorpus::load(options.data_path, seq, options.data_seed,
+                            checked.model.config().vocab);
   }
 };
 
