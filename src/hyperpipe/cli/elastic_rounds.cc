@@ -111,11 +111,15 @@ std::optional<std::string> HostRounds::host_of(int device) const {
   return std::nullopt;
 }
 
+bool HostRounds::still_there(const std::string& host, const std::string& instance) const {
+  const auto found = agents_.find(host);
+  return found != agents_.end() && found->second.instance == instance;
+}
+
 bool HostRounds::round_must_stop(const Round& round) const {
   for (const auto& assignment : round.assignments) {
     if (assignment.host == kLeaderName) continue;
-    const auto found = agents_.find(assignment.host);
-    if (found == agents_.end() || found->second.instance != assignment.instance) return true;
+    if (!still_there(assignment.host, assignment.instance)) return true;
     const auto report = read_round_report(elastic_dir_, run_, round.number, assignment.host);
     if (report && report->failed_rank >= 0) return true;
   }
@@ -135,7 +139,8 @@ RoundOutcome HostRounds::run_round(launch::LaunchSpec spec, const std::string& p
   round.world_size = static_cast<int>(devices.size());
   spec.ranks.clear();
   spec.local_ranks.clear();
-  std::set<std::string> hosts;  // the agents in the round
+  std::set<std::string> hosts;                     // the agents in the round
+  std::map<std::string, std::string> instance_of;  // the process of each given ranks
   for (size_t rank = 0; rank < devices.size(); ++rank) {
     const int device = devices[rank];
     const std::string host = host_of(device).value_or(kLeaderName);
@@ -149,6 +154,7 @@ RoundOutcome HostRounds::run_round(launch::LaunchSpec spec, const std::string& p
     } else {
       assignment.instance = agents_.at(host).instance;
       hosts.insert(host);
+      instance_of[host] = assignment.instance;
     }
     round.assignments.push_back(assignment);
   }
@@ -208,13 +214,7 @@ RoundOutcome HostRounds::run_round(launch::LaunchSpec spec, const std::string& p
         reports[host] = std::move(*report);
         continue;
       }
-      const auto found = agents_.find(host);
-      const bool same = found != agents_.end() &&
-                        found->second.instance ==
-                            std::find_if(round.assignments.begin(), round.assignments.end(),
-                                         [&](const RoundAssignment& a) { return a.host == host; })
-                                ->instance;
-      if (!same || Clock::now() > give_up_by) {
+      if (!still_there(host, instance_of.at(host)) || Clock::now() > give_up_by) {
         lost.insert(host);
         if (!trouble_seen) trouble_seen = std::chrono::system_clock::now();
       }

@@ -61,6 +61,8 @@ class HostRounds {
     std::vector<int> devices;  // those it offered that no other host had
     std::vector<int> offered;  // in its LOCAL_RANK order
   };
+  // Whether the agent on `host` is still the process `instance` a round gave ranks to.
+  bool still_there(const std::string& host, const std::string& instance) const;
   bool round_must_stop(const Round& round) const;
   void log(const std::string& text) const;
 
@@ -72,7 +74,6 @@ class HostRounds {
   Liveness liveness_;
   std::optional<Heartbeater> heartbeat_;
   std::map<std::string, Agent> agents_;  // admitted and alive
-  std::vector<std::string> gone_;        // agents gone while a round had their devices
   int rounds_ = 0;
   std::ostream& out_;
   std::ostream& err_;
