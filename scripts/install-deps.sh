@@ -12,11 +12,14 @@ set -euo pipefail
 # through Open MPI's mpirun (openmpi-bin). pybind11 and Python's headers build the Python
 # module (`import hyperpipe`). rsvg-convert (librsvg2-bin) renders the SVG charts to PNG
 # in the tests, which read the pixels with libpng, in the font fontconfig picks.
+# libsentencepiece-dev reads SentencePiece tokenizers (LLaMA 2, Mistral); libpcre2-dev runs
+# GPT-2's pre-tokenizer pattern, which needs Unicode classes std::regex lacks.
 # One group per line: what it is for, then its packages.
 PACKAGE_GROUPS=(
-  "build tools:build-essential cmake ninja-build ccache clang-format git python3"
+  "build tools:build-essential cmake ninja-build ccache clang-format git python3 pkgconf"
   "fuzzing and sanitizers:clang libclang-rt-14-dev clang-tidy"
   "libraries:nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev"
+  "tokenizers:libsentencepiece-dev libpcre2-dev"
   "tests and benchmarks:libgtest-dev libgmock-dev libbenchmark-dev"
   "training runtime:libtorch-dev libopenblas0-openmp libgloo-dev"
   "network lab:iproute2 openmpi-bin"

@@ -72,5 +72,31 @@ TEST(WriteFileAtomically, AMissingDirectoryIsAnInputError) {
   EXPECT_THROW(write_file_atomically(scene.dir + "/no/such/plan.json", "x"), InputError);
 }
 
+TEST(AtomicFileWriter, WritesPieceByPieceAndShowsNothingUntilCommitted) {
+  Scene scene;
+  {
+    AtomicFileWriter file(scene.out);
+    file.write("{\"a\": ");
+    file.write("1}");
+    EXPECT_EQ(file.bytes_written(), 8U);
+    EXPECT_FALSE(fs::exists(scene.out));
+    file.commit();
+  }
+  EXPECT_EQ(read(scene.out), "{\"a\": 1}");
+}
+
+TEST(AtomicFileWriter, AbandonedItLeavesTheOldFileAndNoTemporary) {
+  Scene scene;
+  std::ofstream(scene.out) << "old";
+  {
+    AtomicFileWriter file(scene.out);
+    file.write("new, but never committed");
+  }
+  EXPECT_EQ(read(scene.out), "old");
+  int entries = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(scene.dir)) ++entries;
+  EXPECT_EQ(entries, 2);
+}
+
 }  // namespace
 }  // namespace hyperpipe

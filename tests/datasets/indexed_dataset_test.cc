@@ -125,6 +125,42 @@ INSTANTIATE_TEST_SUITE_P(
                  "0 first and 2 (the sequence count) last"}),
     hyperpipe::testing::NameOfCase());
 
+TEST(IndexedDatasetWriter, StreamsSequencesIntoDocumentsAsTheIndexRecordsThem) {
+  const std::string prefix = hyperpipe::testing::temp_path("streamed");
+  {
+    IndexedDatasetWriter writer(prefix, TokenDtype::kU16);
+    writer.add_sequence(std::vector<int64_t>{1, 2});
+    writer.add_sequence(std::vector<int64_t>{3});
+    writer.end_document();
+    writer.end_document();  // an empty document is not recorded
+    writer.add_sequence(std::vector<int64_t>{65535, 0, 4});
+    EXPECT_EQ(writer.sequences(), 3);
+    EXPECT_EQ(writer.tokens(), 6);
+    writer.finish();
+    EXPECT_EQ(writer.documents(), 2);
+  }
+  const IndexedDataset data(prefix);
+  EXPECT_EQ(data.document_starts(), (std::vector<int64_t>{0, 2, 3}));
+  EXPECT_EQ(data.tokens(2), (std::vector<int64_t>{65535, 0, 4}));
+  EXPECT_EQ(data.tokens(1), (std::vector<int64_t>{3}));
+}
+
+TEST(IndexedDatasetWriter, LeavesNoFilesWhenItFailsBeforeFinishing) {
+  const std::string prefix = hyperpipe::testing::temp_path("abandoned");
+  {
+    IndexedDatasetWriter writer(prefix, TokenDtype::kU8);
+    writer.add_sequence(std::vector<int64_t>{1});
+    EXPECT_THROW(writer.add_sequence(std::vector<int64_t>{256}), InputError);
+  }
+  EXPECT_FALSE(std::filesystem::exists(prefix + ".bin"));
+  EXPECT_FALSE(std::filesystem::exists(prefix + ".idx"));
+  const auto dir = std::filesystem::path(prefix).parent_path();
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().find("abandoned"), std::string::npos)
+        << entry.path();
+  }
+}
+
 TEST(IndexedDataset, AMissingBinIsNamed) {
   const std::string prefix = hyperpipe::testing::temp_path("no-bin");
   std::ofstream(prefix + ".idx", std::ios::binary) << index_bytes(8, {}, {}, {0});

@@ -35,14 +35,7 @@ TEST(IndexedData, APipelineRunOnIndexedTokensEqualsTheRunOnTheSameText) {
   write_corpus_as_indexed_dataset(dir + "/corpus", 5);
   constexpr int kSteps = 4;
   const auto run = [&](const std::string& data, const std::string& name) {
-    const std::string out = dir + "/" + name;
-    std::filesystem::create_directories(out);
-    const int code = run_command(
-        fmt::format("{} launch --plan {}/plan.json --data {} --steps {} --metrics {}/metrics.jsonl "
-                    "--checkpoint-dir {}/checkpoints {} > {}/log.txt 2>&1",
-                    kBinary, dir, data, kSteps, out, out, device_options(), out));
-    EXPECT_EQ(code, 0) << slurp(out + "/log.txt");
-    return out;
+    return launch_into(dir, "--data " + data, kSteps, name);
   };
   const std::string text = run(kCorpus, "text");
   const std::string indexed = run(dir + "/corpus", "indexed");

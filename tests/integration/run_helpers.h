@@ -93,6 +93,20 @@ inline std::string slurp(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// `hyperpipe launch` of DIR/plan.json for `steps` with `data_options` ("--data …"), its
+// metrics and checkpoints in DIR/NAME; expects it to succeed and returns DIR/NAME.
+inline std::string launch_into(const std::string& dir, const std::string& data_options, int steps,
+                               const std::string& name) {
+  const std::string out = dir + "/" + name;
+  std::filesystem::create_directories(out);
+  const int code = run_command(
+      fmt::format("{} launch --plan {}/plan.json {} --steps {} --metrics {}/metrics.jsonl "
+                  "--checkpoint-dir {}/checkpoints {} > {}/log.txt 2>&1",
+                  kBinary, dir, data_options, steps, out, out, device_options(), out));
+  EXPECT_EQ(code, 0) << slurp(out + "/log.txt");
+  return out;
+}
+
 // A fresh directory with the model and a plan of it on the built-in a100x8 (no emulated
 // slowdown); returns the directory.
 inline std::string prepare(const std::string& name, const std::string& model_yaml,

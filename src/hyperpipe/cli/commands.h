@@ -15,6 +15,8 @@ void add_simulate_command(CLI::App& app, std::ostream& out);
 void add_plan_command(CLI::App& app, std::ostream& out);
 void add_compare_command(CLI::App& app, std::ostream& out);
 void add_export_command(CLI::App& app, std::ostream& out);
+// Text or JSON lines through a tokenizer into a Megatron-LM indexed dataset.
+void add_tokenize_command(CLI::App& app, std::ostream& out);
 // Starts hyperpipe-worker processes; needs no libtorch itself.
 void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err);
 // Offers devices to a running elastic launch (through its checkpoint directory).

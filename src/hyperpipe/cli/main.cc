@@ -5,6 +5,7 @@
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/worker.h"
+#include "hyperpipe/tokenizers/sentencepiece_tokenizer.h"
 
 namespace {
 
@@ -19,6 +20,8 @@ AddCommand planning(void (*add)(CLI::App&, std::ostream&)) {
 int main(int argc, char** argv) {
   namespace cli = hyperpipe::cli;
   const char* const* args = argv;
+  // Safe here: this process never loads libtorch (tokenizers/tokenizer.h).
+  hyperpipe::tokenizers::enable_sentencepiece_models();
   cli::Program program;
   program.commands = {
       planning(cli::add_models_command),
@@ -29,6 +32,7 @@ int main(int argc, char** argv) {
       planning(cli::add_simulate_command),
       planning(cli::add_compare_command),
       planning(cli::add_export_command),
+      planning(cli::add_tokenize_command),
       cli::worker_command(
           "profile", "Measure each layer kind of a model on this device into a profile database",
           argc, args),

@@ -30,9 +30,17 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->add_option("--plan", options->plan_path, "Plan file")->required();
   command
       ->add_option("--data", options->data_path,
-                   "Text file to train on (bytes as tokens), or a Megatron-LM indexed dataset "
-                   "(PREFIX, with PREFIX.bin and PREFIX.idx: token ids)")
+                   "Text file to train on (bytes as tokens unless --tokenizer), JSON lines "
+                   "(.jsonl/.ndjson/.json: a document per line), or a Megatron-LM indexed "
+                   "dataset (PREFIX, with PREFIX.bin and PREFIX.idx: token ids)")
       ->required();
+  command->add_option("--tokenizer", options->tokenizer,
+                      "Tokenize text and JSON lines with: a SentencePiece .model, a "
+                      "tokenizer.json, a GPT-2 vocab.json (merges.txt beside it), or a "
+                      "directory holding one; each document ends with its end-of-document "
+                      "token where it has one");
+  command->add_option("--json-key", options->json_key, "The JSON lines' field holding the text")
+      ->capture_default_str();
   command->add_option("--cluster", options->cluster, "Cluster instead of the plan's");
   command->add_option("--steps", options->steps, "Training steps")
       ->default_val(10)

@@ -22,7 +22,7 @@ mode_t default_file_mode() {
   return 0666 & ~mask;
 }
 
-bool write_all(int fd, const std::string& content) {
+bool write_all(int fd, std::string_view content) {
   size_t written = 0;
   while (written < content.size()) {
     const ssize_t got = ::write(fd, content.data() + written, content.size() - written);
@@ -36,33 +36,52 @@ bool write_all(int fd, const std::string& content) {
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& content) {
+  AtomicFileWriter file(path);
+  file.write(content);
+  file.commit();
+}
+
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   // mkstemp creates a new file (O_CREAT | O_EXCL, so never through a planted symbolic
   // link or over another file) with a name no one can guess, beside `path` so the rename
   // stays inside one file system.
-  std::string name = path + ".tmp.XXXXXX";
+  std::string name = path_ + ".tmp.XXXXXX";
   std::vector<char> temporary(name.begin(), name.end());
   temporary.push_back('\0');
-  const int fd = ::mkstemp(temporary.data());
-  if (fd < 0) {
+  fd_ = ::mkstemp(temporary.data());
+  if (fd_ < 0) {
     throw InputError(
-        path, "",
+        path_, "",
         std::string("cannot write here (does the directory exist?): ") + std::strerror(errno));
   }
-  name = temporary.data();
-  const bool written = ::fchmod(fd, default_file_mode()) == 0 && write_all(fd, content);
-  const bool closed = ::close(fd) == 0;
-  if (!written || !closed) {
-    (void)std::remove(name.c_str());  // best effort: the error that follows matters
-    throw InputError(path, "", "writing failed (is the disk full?)");
+  temporary_ = temporary.data();
+  if (::fchmod(fd_, default_file_mode()) != 0) {
+    ::close(fd_);
+    (void)std::remove(temporary_.c_str());
+    throw InputError(path_, "", std::string("cannot set its mode: ") + std::strerror(errno));
   }
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!temporary_.empty()) (void)std::remove(temporary_.c_str());  // not committed
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
+  if (!write_all(fd_, bytes)) throw InputError(path_, "", "writing failed (is the disk full?)");
+  written_ += bytes.size();
+}
+
+void AtomicFileWriter::commit() {
+  const bool closed = ::close(fd_) == 0;
+  fd_ = -1;
+  if (!closed) throw InputError(path_, "", "writing failed (is the disk full?)");
   // rename replaces `path` itself, even when it is a symbolic link: never the file it
   // points to.
   std::error_code error;
-  std::filesystem::rename(name, path, error);
-  if (error) {
-    (void)std::remove(name.c_str());  // best effort: the error that follows matters
-    throw InputError(path, "", "cannot replace the file: " + error.message());
-  }
+  std::filesystem::rename(temporary_, path_, error);
+  if (error) throw InputError(path_, "", "cannot replace the file: " + error.message());
+  temporary_.clear();
 }
 
 }  // namespace hyperpipe

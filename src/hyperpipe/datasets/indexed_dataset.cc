@@ -209,61 +209,88 @@ std::vector<int64_t> IndexedDataset::tokens(int64_t sequence, int64_t offset, in
   return ids;
 }
 
-void write_indexed_dataset(const std::string& prefix,
-                           const std::vector<std::vector<int64_t>>& sequences, TokenDtype dtype,
-                           const std::vector<int64_t>& document_starts) {
+IndexedDatasetWriter::IndexedDatasetWriter(std::string prefix, TokenDtype dtype)
+    : prefix_(std::move(prefix)), dtype_(dtype), bin_(prefix_ + ".bin") {
   const size_t size = token_size(dtype);
   const bool is_float = dtype == TokenDtype::kF32 || dtype == TokenDtype::kF64;
   const bool is_signed = dtype == TokenDtype::kI8 || dtype == TokenDtype::kI16 ||
                          dtype == TokenDtype::kI32 || dtype == TokenDtype::kI64;
   const int bits = static_cast<int>(size * 8);
-  const int64_t low = is_signed && bits < 64 ? -(int64_t{1} << (bits - 1)) : 0;
-  const int64_t high = bits >= 63 || is_float ? std::numeric_limits<int64_t>::max()
-                                              : (int64_t{1} << (is_signed ? bits - 1 : bits)) - 1;
-  std::string bin;
-  std::string index(kIndexMagic, kMagicBytes);
-  append<uint64_t>(index, kIndexVersion);
-  append<uint8_t>(index, static_cast<uint8_t>(dtype));
-  append<uint64_t>(index, sequences.size());
-  append<uint64_t>(index, document_starts.size() + 1);
-  std::string pointers;
-  for (const auto& sequence : sequences) {
-    append<int32_t>(index, static_cast<int32_t>(sequence.size()));
-    append<int64_t>(pointers, static_cast<int64_t>(bin.size()));
-    for (int64_t id : sequence) {
-      if (id < low || id > high) {
-        throw InputError(prefix + ".bin", fmt::format("token {}", id),
-                         fmt::format("ids that fit {}", to_string(dtype)));
-      }
-      switch (dtype) {
-        case TokenDtype::kU8:
-          append<uint8_t>(bin, static_cast<uint8_t>(id));
-          break;
-        case TokenDtype::kI8:
-          append<int8_t>(bin, static_cast<int8_t>(id));
-          break;
-        case TokenDtype::kI16:
-          append<int16_t>(bin, static_cast<int16_t>(id));
-          break;
-        case TokenDtype::kU16:
-          append<uint16_t>(bin, static_cast<uint16_t>(id));
-          break;
-        case TokenDtype::kI32:
-          append<int32_t>(bin, static_cast<int32_t>(id));
-          break;
-        case TokenDtype::kI64:
-          append<int64_t>(bin, id);
-          break;
-        case TokenDtype::kF32:
-          append<float>(bin, static_cast<float>(id));
-          break;
-        case TokenDtype::kF64:
-          append<double>(bin, static_cast<double>(id));
-          break;
-      }
+  low_ = is_signed && bits < 64 ? -(int64_t{1} << (bits - 1)) : 0;
+  high_ = bits >= 63 || is_float ? std::numeric_limits<int64_t>::max()
+                                 : (int64_t{1} << (is_signed ? bits - 1 : bits)) - 1;
+}
+
+IndexedDatasetWriter::~IndexedDatasetWriter() = default;
+
+void IndexedDatasetWriter::add_sequence(std::span<const int64_t> ids) {
+  if (ids.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    throw InputError(prefix_ + ".idx", fmt::format("sequence {}", lengths_.size()),
+                     "sequences of at most 2^31 - 1 tokens (the index stores int32 lengths)");
+  }
+  std::string bytes;
+  bytes.reserve(ids.size() * token_size(dtype_));
+  for (int64_t id : ids) {
+    if (id < low_ || id > high_) {
+      throw InputError(prefix_ + ".bin", fmt::format("token {}", id),
+                       fmt::format("ids that fit {}", to_string(dtype_)));
+    }
+    switch (dtype_) {
+      case TokenDtype::kU8:
+        append<uint8_t>(bytes, static_cast<uint8_t>(id));
+        break;
+      case TokenDtype::kI8:
+        append<int8_t>(bytes, static_cast<int8_t>(id));
+        break;
+      case TokenDtype::kI16:
+        append<int16_t>(bytes, static_cast<int16_t>(id));
+        break;
+      case TokenDtype::kU16:
+        append<uint16_t>(bytes, static_cast<uint16_t>(id));
+        break;
+      case TokenDtype::kI32:
+        append<int32_t>(bytes, static_cast<int32_t>(id));
+        break;
+      case TokenDtype::kI64:
+        append<int64_t>(bytes, id);
+        break;
+      case TokenDtype::kF32:
+        append<float>(bytes, static_cast<float>(id));
+        break;
+      case TokenDtype::kF64:
+        append<double>(bytes, static_cast<double>(id));
+        break;
     }
   }
-  index += pointers;
+  pointers_.push_back(static_cast<int64_t>(bin_.bytes_written()));
+  lengths_.push_back(static_cast<int32_t>(ids.size()));
+  tokens_ += static_cast<int64_t>(ids.size());
+  bin_.write(bytes);
+}
+
+void IndexedDatasetWriter::end_document() {
+  const auto sequences = static_cast<int64_t>(lengths_.size());
+  if (sequences > document_ends_.back()) document_ends_.push_back(sequences);
+}
+
+void IndexedDatasetWriter::finish() {
+  end_document();
+  std::string index(kIndexMagic, kMagicBytes);
+  append<uint64_t>(index, kIndexVersion);
+  append<uint8_t>(index, static_cast<uint8_t>(dtype_));
+  append<uint64_t>(index, lengths_.size());
+  append<uint64_t>(index, document_ends_.size());
+  for (int32_t length : lengths_) append<int32_t>(index, length);
+  for (int64_t pointer : pointers_) append<int64_t>(index, pointer);
+  for (int64_t end : document_ends_) append<int64_t>(index, end);
+  // The tokens first: an index never names a token file that is not all there.
+  bin_.commit();
+  write_file_atomically(prefix_ + ".idx", index);
+}
+
+void write_indexed_dataset(const std::string& prefix,
+                           const std::vector<std::vector<int64_t>>& sequences, TokenDtype dtype,
+                           const std::vector<int64_t>& document_starts) {
   int64_t before = -1;
   for (int64_t start : document_starts) {
     if (start <= before || start > static_cast<int64_t>(sequences.size()) ||
@@ -271,12 +298,19 @@ void write_indexed_dataset(const std::string& prefix,
       throw InputError(prefix + ".idx", "document starts",
                        "ascending sequence indices starting at 0");
     }
-    append<int64_t>(index, start);
     before = start;
   }
-  append<int64_t>(index, static_cast<int64_t>(sequences.size()));
-  write_file_atomically(prefix + ".bin", bin);
-  write_file_atomically(prefix + ".idx", index);
+  IndexedDatasetWriter writer(prefix, dtype);
+  size_t next_start = 1;
+  for (size_t s = 0; s < sequences.size(); ++s) {
+    if (next_start < document_starts.size() &&
+        document_starts[next_start] == static_cast<int64_t>(s)) {
+      writer.end_document();
+      ++next_start;
+    }
+    writer.add_sequence(sequences[s]);
+  }
+  writer.finish();
 }
 
 }  // namespace hyperpipe::datasets

@@ -9,10 +9,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "hyperpipe/common/mapped_file.h"
+#include "hyperpipe/common/output_file.h"
 
 namespace hyperpipe::datasets {
 
@@ -57,6 +59,39 @@ class IndexedDataset {
   std::vector<int64_t> pointers_;  // byte offset of each sequence in the .bin
   std::vector<int64_t> document_starts_;
   int64_t total_tokens_ = 0;
+};
+
+// Writes an indexed dataset sequence by sequence, the tokens straight to a temporary file
+// beside PREFIX.bin: finish() puts PREFIX.bin, then PREFIX.idx, in place. Destroyed before
+// finish(), it leaves neither file behind. What Megatron's preprocess_data.py writes:
+// `hyperpipe tokenize` builds on it.
+class IndexedDatasetWriter {
+ public:
+  // InputError naming PREFIX.bin when its directory cannot be written.
+  IndexedDatasetWriter(std::string prefix, TokenDtype dtype);
+  ~IndexedDatasetWriter();
+
+  // InputError when an id does not fit the dtype.
+  void add_sequence(std::span<const int64_t> ids);
+  // The sequences added since the last document end make one document (none: nothing).
+  void end_document();
+  // Ends the last document and writes the index.
+  void finish();
+
+  int64_t sequences() const { return static_cast<int64_t>(lengths_.size()); }
+  int64_t documents() const { return static_cast<int64_t>(document_ends_.size()) - 1; }
+  int64_t tokens() const { return tokens_; }
+
+ private:
+  std::string prefix_;
+  TokenDtype dtype_;
+  int64_t low_ = 0;
+  int64_t high_ = 0;
+  AtomicFileWriter bin_;
+  std::vector<int32_t> lengths_;
+  std::vector<int64_t> pointers_;
+  std::vector<int64_t> document_ends_{0};  // the index's document list: 0, then each end
+  int64_t tokens_ = 0;
 };
 
 // Writes `sequences` (token ids, each fitting `dtype`) as PREFIX.bin and PREFIX.idx, the

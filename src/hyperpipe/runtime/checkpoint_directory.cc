@@ -48,30 +48,41 @@ nlohmann::json RunIdentity::to_json() const {
           {"seed", seed},
           {"data", data},
           {"data_bytes", data_bytes},
-          {"data_crc32", data_crc32}};
+          {"data_crc32", data_crc32},
+          {"tokenizer", tokenizer}};
 }
+
+// A tokenizer's identity is longer than an excerpt: its CRC at the end is what tells two
+// apart ("byte-level BPE, 50257 tokens, CRC-32 1a2b3c4d").
+constexpr size_t kTokenizerIdentityChars = 80;
 
 void RunIdentity::require_same(const nlohmann::json& recorded, const std::string& manifest) const {
   const nlohmann::json mine = to_json();
   for (const auto& [key, value] : mine.items()) {
     if (recorded.contains(key) && recorded[key] == value) continue;
+    if (key == "tokenizer" && !recorded.contains(key) && value == kNoTokenizer) continue;
     const auto describe = [](const nlohmann::json& run) {
-      return fmt::format("model {}, seed {}, data {} ({} bytes, CRC-32 {:08x})",
-                         printable_excerpt(run.value("model", "?")), run.value("seed", 0),
-                         printable_excerpt(run.value("data", "?")), run.value("data_bytes", 0),
-                         run.value("data_crc32", 0u));
+      return fmt::format(
+          "model {}, seed {}, data {} ({} bytes, CRC-32 {:08x}), tokenizer {}",
+          printable_excerpt(run.value("model", "?")), run.value("seed", 0),
+          printable_excerpt(run.value("data", "?")), run.value("data_bytes", 0),
+          run.value("data_crc32", 0u),
+          printable_excerpt(run.value("tokenizer", kNoTokenizer), kTokenizerIdentityChars));
     };
     throw InputError(
         manifest, "run",
-        fmt::format("--resume continues the run that wrote this checkpoint ({}), but this run "
-                    "has {} ({} differs); give the same model, --seed and --data, or another "
-                    "--checkpoint-dir",
-                    describe(recorded), describe(mine), key));
+        fmt::format(
+            "--resume continues the run that wrote this checkpoint ({}), but this run "
+            "has {} ({} differs); give the same model, --seed, --data and --tokenizer, or another "
+            "--checkpoint-dir",
+            describe(recorded), describe(mine), key));
   }
 }
 
-RunIdentity identity_of(const std::string& model, uint64_t seed, const std::string& data_path) {
+RunIdentity identity_of(const std::string& model, uint64_t seed, const std::string& data_path,
+                        const std::string& tokenizer) {
   RunIdentity identity;
+  identity.tokenizer = tokenizer;
   identity.model = model;
   identity.seed = seed;
   identity.data = fs::path(data_path).filename().string();

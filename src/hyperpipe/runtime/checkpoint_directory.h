@@ -21,13 +21,19 @@ struct RunIdentity {
   std::string data;  // the data file's name
   uint64_t data_bytes = 0;
   uint32_t data_crc32 = 0;
+  std::string tokenizer;  // tokenizers::Tokenizer::identity(), or kNoTokenizer
 
   nlohmann::json to_json() const;
   // Throws InputError unless `recorded` (a manifest's "run") is this run; both are named.
   void require_same(const nlohmann::json& recorded, const std::string& manifest) const;
 };
 
-RunIdentity identity_of(const std::string& model, uint64_t seed, const std::string& data_path);
+// A run without --tokenizer (bytes of text, or indexed ids as they are), and every run a
+// manifest recorded before tokenizers were.
+inline constexpr char kNoTokenizer[] = "none";
+
+RunIdentity identity_of(const std::string& model, uint64_t seed, const std::string& data_path,
+                        const std::string& tokenizer = kNoTokenizer);
 
 class CheckpointDirectory {
  public:

@@ -9,6 +9,7 @@
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/input_file.h"
 #include "hyperpipe/datasets/indexed_dataset.h"
+#include "hyperpipe/tokenizers/tokenized_documents.h"
 
 namespace hyperpipe::runtime {
 
@@ -29,8 +30,8 @@ bool is_indexed_dataset(const std::string& path) {
          std::filesystem::is_regular_file(prefix + ".bin");
 }
 
-TextCorpus TextCorpus::load(const std::string& path, int64_t seq_len, uint64_t seed,
-                            int64_t vocab) {
+TextCorpus TextCorpus::load(const std::string& path, int64_t seq_len, uint64_t seed, int64_t vocab,
+                            const tokenizers::Tokenizer* tokenizer, const std::string& json_key) {
   if (is_indexed_dataset(path)) {
     const std::string prefix = indexed_dataset_prefix(path);
     auto tokens = std::make_shared<const datasets::IndexedDataset>(prefix);
@@ -40,6 +41,24 @@ TextCorpus TextCorpus::load(const std::string& path, int64_t seq_len, uint64_t s
                                    tokens->total_tokens()));
     }
     return TextCorpus(std::move(tokens), prefix, seq_len, seed, vocab);
+  }
+  if (tokenizer != nullptr || datasets::is_json_lines(path)) {
+    const tokenizers::ByteTokenizer bytes;
+    const tokenizers::Tokenizer& reader = tokenizer != nullptr ? *tokenizer : bytes;
+    tokenizers::TokenizeOptions options;
+    options.json_key = json_key;
+    options.append_end_of_document = reader.end_of_document().has_value();
+    std::vector<int32_t> tokens;
+    tokenizers::tokenize_documents(path, reader, options, [&](std::vector<int64_t>&& ids) {
+      // Ids below the vocabulary, which the caller has checked to fit the model's (int32).
+      tokens.insert(tokens.end(), ids.begin(), ids.end());
+    });
+    if (static_cast<int64_t>(tokens.size()) < seq_len + 1) {
+      throw InputError(path, "",
+                       fmt::format("at least seq_len + 1 = {} tokens ({}), got {}", seq_len + 1,
+                                   reader.describe(), tokens.size()));
+    }
+    return TextCorpus(std::move(tokens), seq_len, seed);
   }
   std::string text = read_input_file(path, kMaxCorpusBytes, "the training data (a text file)");
   if (static_cast<int64_t>(text.size()) < seq_len + 1) {
@@ -53,6 +72,11 @@ TextCorpus TextCorpus::load(const std::string& path, int64_t seq_len, uint64_t s
 TextCorpus::TextCorpus(std::string text, int64_t seq_len, uint64_t seed)
     : text_(std::move(text)), seq_len_(seq_len) {
   shuffle(static_cast<int64_t>(text_.size()), seed);
+}
+
+TextCorpus::TextCorpus(std::vector<int32_t> tokens, int64_t seq_len, uint64_t seed)
+    : tokens_(std::move(tokens)), seq_len_(seq_len) {
+  shuffle(static_cast<int64_t>(tokens_.size()), seed);
 }
 
 TextCorpus::TextCorpus(std::shared_ptr<const datasets::IndexedDataset> tokens, std::string path,
@@ -108,6 +132,10 @@ std::vector<int64_t> TextCorpus::indexed_tokens(int64_t start) const {
 std::vector<int64_t> TextCorpus::sample(int64_t index) const {
   const int64_t start = order_[static_cast<size_t>(index % windows())];
   if (indexed_) return indexed_tokens(start);
+  if (!tokens_.empty()) {
+    const auto first = tokens_.begin() + start;
+    return {first, first + seq_len_ + 1};
+  }
   std::vector<int64_t> tokens(seq_len_ + 1);
   for (int64_t t = 0; t <= seq_len_; ++t) {
     tokens[t] = static_cast<unsigned char>(text_[static_cast<size_t>(start + t)]);

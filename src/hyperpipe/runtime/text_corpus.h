@@ -1,6 +1,8 @@
-// Training data: the bytes of a text file as tokens (a vocabulary of 256), or the token ids
-// of a Megatron-LM indexed dataset (PREFIX.bin + PREFIX.idx, datasets/indexed_dataset.h:
-// its sequences back to back, as Megatron's GPT dataset reads them). Cut into windows of
+// Training data: the bytes of a text file as tokens (a vocabulary of 256); a text file or
+// JSON lines through a tokenizer (tokenizers/tokenizer.h: the documents' ids back to back,
+// each followed by the tokenizer's end of document where it has one); or the token ids of a
+// Megatron-LM indexed dataset (PREFIX.bin + PREFIX.idx, datasets/indexed_dataset.h: its
+// sequences back to back, as Megatron's GPT dataset reads them). Cut into windows of
 // seq_len + 1 tokens (inputs and, shifted by one, targets), visited in an order shuffled
 // once by a seed. Sample i of a run is always the same window, so any split of the batch
 // over stages, ranks and restarts sees the same data; a process reads only the windows it
@@ -12,8 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "hyperpipe/datasets/json_lines.h"
+
 namespace hyperpipe::datasets {
 class IndexedDataset;
+}
+namespace hyperpipe::tokenizers {
+class Tokenizer;
 }
 
 namespace hyperpipe::runtime {
@@ -30,12 +37,18 @@ std::string indexed_dataset_prefix(const std::string& path);
 class TextCorpus {
  public:
   // Throws InputError naming the file when it cannot be read or holds fewer than
-  // seq_len + 1 bytes.
+  // seq_len + 1 tokens.
   // An indexed dataset's ids must be below `vocab` (the model's): a window holding one that
   // is not is refused (InputError naming the dataset) when it is drawn.
+  // Text and JSON lines are read through `tokenizer` (none: the bytes; JSON lines need
+  // one), whose vocabulary the caller has checked against the model's; indexed data is
+  // already tokenized.
   static TextCorpus load(const std::string& path, int64_t seq_len, uint64_t seed,
-                         int64_t vocab = kByteVocabulary);
+                         int64_t vocab = kByteVocabulary,
+                         const tokenizers::Tokenizer* tokenizer = nullptr,
+                         const std::string& json_key = datasets::kDefaultJsonKey);
   TextCorpus(std::string text, int64_t seq_len, uint64_t seed);
+  TextCorpus(std::vector<int32_t> tokens, int64_t seq_len, uint64_t seed);
   TextCorpus(std::shared_ptr<const datasets::IndexedDataset> tokens, std::string path,
              int64_t seq_len, uint64_t seed, int64_t vocab);
 
@@ -49,6 +62,7 @@ class TextCorpus {
   std::vector<int64_t> indexed_tokens(int64_t start) const;
 
   std::string text_;
+  std::vector<int32_t> tokens_;  // of tokenized text
   std::shared_ptr<const datasets::IndexedDataset> indexed_;
   std::string indexed_path_;
   std::vector<int64_t> sequence_starts_;  // of the indexed dataset's sequences in its stream

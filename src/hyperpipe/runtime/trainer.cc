@@ -25,6 +25,7 @@
 #include "hyperpipe/runtime/mixed_precision.h"
 #include "hyperpipe/runtime/rendezvous.h"
 #include "hyperpipe/runtime/timing.h"
+#include "hyperpipe/tokenizers/tokenizer.h"
 #include "hyperpipe/trace/timeline_json.h"
 
 namespace hyperpipe::runtime {
@@ -371,21 +372,18 @@ namespace {
 struct CheckedInputs {
   plan::CheckedPlan checked;
   RankLayout layout;
+  // The --tokenizer's (none: bytes for text, and indexed data's own ids).
+  std::shared_ptr<const tokenizers::Tokenizer> tokenizer;
   TextCorpus data;
   std::string dtype;  // run_dtype
 
   explicit CheckedInputs(const TrainOptions& options)
       : checked(plan::load_checked_plan(options.plan_path, options.cluster)),
         layout(checked.plan, options.plan_path),
-        data(load_data(options, checked)),
+        tokenizer(open_checked_tokenizer(options, checked)),
+        data(load_data(options, checked, tokenizer.get())),
         dtype(run_dtype(options.dtype, checked.model.config().dtype)) {
     const auto& config = checked.model.config();
-    if (config.vocab < kByteVocabulary && !is_indexed_dataset(options.data_path)) {
-      throw InputError(options.plan_path, "model",
-                       fmt::format("a model with a vocabulary of at least {} (the byte tokens "
-                                   "of the text data); {} has {}",
-                                   kByteVocabulary, config.name, config.vocab));
-    }
     // Checked before any process meets the others: config.json and the weights' headers.
     if (options.init_from) open_hf_checkpoint(*options.init_from, config);
     if (options.loss_scale && !(*options.loss_scale > 0)) {
@@ -398,12 +396,38 @@ struct CheckedInputs {
     }
   }
 
-  static TextCorpus load_data(const TrainOptions& options, const plan::CheckedPlan& checked) {
+  // The run's tokenizer, its ids checked to fit the model's embedding. A tokenizer smaller
+  // than the embedding is common (Megatron and Qwen2 pad the vocabulary for speed); one
+  // larger would index past it.
+  static std::shared_ptr<const tokenizers::Tokenizer> open_checked_tokenizer(
+      const TrainOptions& options, const plan::CheckedPlan& checked) {
+    std::shared_ptr<const tokenizers::Tokenizer> tokenizer;
+    if (options.tokenizer) tokenizer = tokenizers::open_tokenizer(*options.tokenizer);
+    const auto& config = checked.model.config();
+    const bool text = !is_indexed_dataset(options.data_path);
+    const int64_t tokens = tokenizer ? tokenizer->vocab_size() : kByteVocabulary;
+    if ((text || tokenizer) && tokens > config.vocab) {
+      throw InputError(
+          options.tokenizer ? "--tokenizer" : options.plan_path,
+          options.tokenizer ? *options.tokenizer : "model",
+          fmt::format("a model whose vocabulary holds the tokenizer's {} ids ({}); {} has {}",
+                      tokens, tokenizer ? tokenizer->describe() : "the text data's bytes",
+                      config.name, config.vocab));
+    }
+    if (tokenizer && tokens < config.vocab) {
+      log().info("{} has {} tokens; {}'s embedding has {} rows (the rest are never drawn)",
+                 tokenizer->describe(), tokens, config.name, config.vocab);
+    }
+    return tokenizer;
+  }
+
+  static TextCorpus load_data(const TrainOptions& options, const plan::CheckedPlan& checked,
+                              const tokenizers::Tokenizer* tokenizer) {
     if (options.steps <= 0) throw InputError("--steps", "", "a positive number of steps");
     const int64_t seq =
         checked.plan.seq_len > 0 ? checked.plan.seq_len : checked.model.config().seq_len;
-    return TextCorpus::load(options.data_path, seq, options.data_seed,
-                            checked.model.config().vocab);
+    return TextCorpus::load(options.data_path, seq, options.data_seed, checked.model.config().vocab,
+                            tokenizer, options.json_key);
   }
 };
 
@@ -516,7 +540,9 @@ TrainRecord train(const TrainOptions& options, TrainObserver& observer) {
   const CheckedRun run(options);
   const auto& [plan, model, cluster] = run.checked;
   // The data's CRC-32 is read once, for the check here and every manifest of the run.
-  const RunIdentity identity = identity_of(model.config().name, options.seed, options.data_path);
+  const RunIdentity identity =
+      identity_of(model.config().name, options.seed, options.data_path,
+                  run.tokenizer ? run.tokenizer->identity() : std::string(kNoTokenizer));
   std::optional<CheckpointDirectory> directory;
   const auto checkpoint = checkpoint_to_resume(options, run, identity, directory);
   const ExecutorOptions settings = process_settings(options, run);

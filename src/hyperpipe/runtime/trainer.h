@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "hyperpipe/datasets/json_lines.h"
 #include "hyperpipe/model/dtype.h"
 #include "hyperpipe/runtime/communication_error.h"
 #include "hyperpipe/runtime/loss_scaler.h"
@@ -21,7 +22,12 @@ namespace hyperpipe::runtime {
 struct TrainOptions {
   std::string plan_path;
   std::string data_path;
-  std::optional<std::string> cluster;  // instead of the plan's
+  // The tokenizer text and JSON lines are read through (tokenizers::open_tokenizer's
+  // names); none: bytes. Indexed data is already tokenized: given, it must be the one that
+  // made the ids, whose vocabulary is checked against the model's.
+  std::optional<std::string> tokenizer;
+  std::string json_key = datasets::kDefaultJsonKey;  // the JSON lines' text field
+  std::optional<std::string> cluster;                // instead of the plan's
   int64_t steps = 10;
   OptimizerOptions optimizer;
   uint64_t seed = 0;           // the initial weights
