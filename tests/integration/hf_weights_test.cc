@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "hf_test_models.h"
 #include "hyperpipe/runtime/text_corpus.h"
 #include "hyperpipe/weights/safetensors.h"
 #include "one_process_reference.h"
@@ -19,91 +20,13 @@ namespace {
 using namespace integration;
 namespace fs = std::filesystem;
 using torch::Tensor;
-
-// Weights far from uniform logits (the default init's 0.02 gives a loss of about ln 256
-// whatever the mapping), so a tensor in the wrong place shows in the loss.
-constexpr double kWeightStd = 0.3;
-constexpr int64_t kSeq = 16;
-constexpr int64_t kVocab = 256;  // the byte tokens of the text data
-
-using Tensors = std::vector<std::pair<std::string, Tensor>>;
-
-Tensor random(std::vector<int64_t> shape, torch::Generator& generator) {
-  return torch::randn(shape, generator, torch::kFloat) * kWeightStd;
-}
-
-// Writes `tensors` as Hugging Face names them, in `shards` files (an index beside them
-// when more than one), and config.json.
-void write_checkpoint(const std::string& dir, const std::string& config, const Tensors& tensors,
-                      int shards) {
-  fs::create_directories(dir);
-  std::ofstream(dir + "/config.json") << config;
-  nlohmann::json weight_map;
-  for (int shard = 0; shard < shards; ++shard) {
-    const std::string name =
-        shards == 1 ? "model.safetensors"
-                    : fmt::format("model-{:05d}-of-{:05d}.safetensors", shard + 1, shards);
-    std::vector<weights::TensorToWrite> part;
-    for (size_t i = shard; i < tensors.size(); i += shards) {
-      const auto& [key, value] = tensors[i];
-      part.push_back({key,
-                      weights::TensorDtype::kF32,
-                      value.sizes().vec(),
-                      {reinterpret_cast<const std::byte*>(value.data_ptr<float>()),
-                       static_cast<size_t>(value.numel()) * sizeof(float)}});
-      weight_map[key] = name;
-    }
-    weights::write_safetensors(dir + "/" + name, part);
-  }
-  if (shards > 1) {
-    std::ofstream(dir + "/model.safetensors.index.json")
-        << nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", weight_map}}.dump(2);
-  }
-}
+using namespace hf_test_models;
 
 std::map<std::string, Tensor> as_map(const Tensors& tensors) {
   std::map<std::string, Tensor> map;
   for (const auto& [key, value] : tensors) map[key] = value.to(torch::kDouble);
   return map;
 }
-
-constexpr int64_t kGptHidden = 32;
-constexpr int64_t kGptLayers = 2;
-constexpr int64_t kGptHeads = 4;
-
-// GPT2LMHeadModel's tensors (Conv1D weights [in, out]); the head tied to wte.
-Tensors gpt2_tensors() {
-  torch::Generator generator = at::detail::createCPUGenerator(7);
-  const int64_t h = kGptHidden;
-  Tensors t{{"transformer.wte.weight", random({kVocab, h}, generator)},
-            {"transformer.wpe.weight", random({kSeq, h}, generator)}};
-  for (int64_t i = 0; i < kGptLayers; ++i) {
-    const std::string p = fmt::format("transformer.h.{}.", i);
-    for (const char* norm : {"ln_1", "ln_2"}) {
-      t.push_back({p + norm + ".weight", 1 + random({h}, generator)});
-      t.push_back({p + norm + ".bias", random({h}, generator)});
-    }
-    t.push_back({p + "attn.c_attn.weight", random({h, 3 * h}, generator)});
-    t.push_back({p + "attn.c_attn.bias", random({3 * h}, generator)});
-    t.push_back({p + "attn.c_proj.weight", random({h, h}, generator)});
-    t.push_back({p + "attn.c_proj.bias", random({h}, generator)});
-    t.push_back({p + "mlp.c_fc.weight", random({h, 4 * h}, generator)});
-    t.push_back({p + "mlp.c_fc.bias", random({4 * h}, generator)});
-    t.push_back({p + "mlp.c_proj.weight", random({4 * h, h}, generator)});
-    t.push_back({p + "mlp.c_proj.bias", random({h}, generator)});
-  }
-  t.push_back({"transformer.ln_f.weight", 1 + random({h}, generator)});
-  t.push_back({"transformer.ln_f.bias", random({h}, generator)});
-  return t;
-}
-
-const std::string kGpt2Config = fmt::format(
-    R"({{"model_type": "gpt2", "_name_or_path": "tiny-hf-gpt2", "n_embd": {}, "n_layer": {},
-        "n_head": {}, "n_positions": {}, "vocab_size": {}, "n_inner": null,
-        "activation_function": "gelu_new", "layer_norm_epsilon": 1e-05,
-        "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0,
-        "torch_dtype": "float32"}})",
-    kGptHidden, kGptLayers, kGptHeads, kSeq, kVocab);
 
 // Causal attention of [b, heads, s, d] queries against [b, heads, s, d] keys and values.
 Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
@@ -148,43 +71,6 @@ Tensor gpt2_logits(const std::map<std::string, Tensor>& w, const Tensor& ids) {
   }
   return norm(x, "transformer.ln_f").matmul(w.at("transformer.wte.weight").t());
 }
-
-constexpr int64_t kLlamaHidden = 32;
-constexpr int64_t kLlamaLayers = 2;
-constexpr int64_t kLlamaHeads = 4;
-constexpr int64_t kLlamaKvHeads = 2;
-constexpr int64_t kLlamaFfn = 48;
-
-Tensors llama_tensors() {
-  torch::Generator generator = at::detail::createCPUGenerator(11);
-  const int64_t h = kLlamaHidden;
-  const int64_t kv = kLlamaKvHeads * (h / kLlamaHeads);
-  Tensors t{{"model.embed_tokens.weight", random({kVocab, h}, generator)}};
-  for (int64_t i = 0; i < kLlamaLayers; ++i) {
-    const std::string p = fmt::format("model.layers.{}.", i);
-    t.push_back({p + "input_layernorm.weight", 1 + random({h}, generator)});
-    t.push_back({p + "self_attn.q_proj.weight", random({h, h}, generator)});
-    t.push_back({p + "self_attn.k_proj.weight", random({kv, h}, generator)});
-    t.push_back({p + "self_attn.v_proj.weight", random({kv, h}, generator)});
-    t.push_back({p + "self_attn.o_proj.weight", random({h, h}, generator)});
-    t.push_back({p + "post_attention_layernorm.weight", 1 + random({h}, generator)});
-    t.push_back({p + "mlp.gate_proj.weight", random({kLlamaFfn, h}, generator)});
-    t.push_back({p + "mlp.up_proj.weight", random({kLlamaFfn, h}, generator)});
-    t.push_back({p + "mlp.down_proj.weight", random({h, kLlamaFfn}, generator)});
-  }
-  t.push_back({"model.norm.weight", 1 + random({h}, generator)});
-  t.push_back({"lm_head.weight", random({kVocab, h}, generator)});
-  return t;
-}
-
-const std::string kLlamaConfig = fmt::format(
-    R"({{"model_type": "llama", "_name_or_path": "tiny-hf-llama", "hidden_size": {},
-        "num_hidden_layers": {}, "num_attention_heads": {}, "num_key_value_heads": {},
-        "intermediate_size": {}, "max_position_embeddings": {}, "vocab_size": {},
-        "hidden_act": "silu", "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
-        "rope_scaling": null, "attention_bias": false, "tie_word_embeddings": false,
-        "torch_dtype": "float32"}})",
-    kLlamaHidden, kLlamaLayers, kLlamaHeads, kLlamaKvHeads, kLlamaFfn, kSeq, kVocab);
 
 // LlamaForCausalLM's forward pass, as transformers defines it (rotate_half rotary
 // embedding, key/value heads repeated for their query heads): logits [b, s, vocab].
@@ -244,12 +130,7 @@ class HfWeights : public ::testing::TestWithParam<Loading> {};
 TEST_P(HfWeights, LoadIntoAnySplitAsTheirOwnModelComputesThem) {
   const auto& c = GetParam();
   const std::string dir = hyperpipe::testing::temp_path(std::string("hf-weights-") + c.name);
-  fs::remove_all(dir);
-  const Tensors tensors = c.llama ? llama_tensors() : gpt2_tensors();
-  write_checkpoint(dir + "/hf", c.llama ? kLlamaConfig : kGpt2Config, tensors, c.llama ? 2 : 1);
-  std::ofstream(dir + "/plan.json") << fmt::format(
-      R"({{"format": "hyperpipe.plan/1", "model": "{}/hf", "cluster": "a100x8", {}}})", dir,
-      c.plan_body);
+  const Tensors tensors = write_model_and_plan(dir, c.llama, c.plan_body);
   const std::string log = dir + "/log.txt";
   ASSERT_EQ(run_command(fmt::format("{} launch --plan {}/plan.json --data {} --steps 2 --seed 0 "
                                     "--init-from {}/hf --metrics {}/metrics.jsonl {} > {} 2>&1",

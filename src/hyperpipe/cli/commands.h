@@ -26,5 +26,6 @@ void add_agent_command(CLI::App& app, std::ostream& out, std::ostream& err);
 // hyperpipe-worker's (with libtorch); `hyperpipe` hands them on (worker.h).
 void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& err);
+void add_export_checkpoint_command(CLI::App& app, std::ostream& out, std::ostream& err);
 
 }  // namespace hyperpipe::cli

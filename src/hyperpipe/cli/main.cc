@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
       cli::worker_command("train",
                           "Train with a plan: this process's device of it (see `hyperpipe launch`)",
                           argc, args),
+      cli::worker_command(
+          "export-checkpoint",
+          "Write a training checkpoint as a Hugging Face checkpoint (config.json + safetensors)",
+          argc, args),
       cli::add_launch_command,
       planning(cli::add_join_command),
       cli::add_agent_command,

@@ -1,5 +1,5 @@
-// hyperpipe-worker: the commands that load libtorch (train, profile), started by
-// `hyperpipe` with the user's arguments (worker.h) and by `hyperpipe launch`.
+// hyperpipe-worker: the commands that load libtorch (train, profile, export-checkpoint),
+// started by `hyperpipe` with the user's arguments (worker.h) and by `hyperpipe launch`.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -11,7 +11,8 @@
 int main(int argc, char** argv) {
   namespace cli = hyperpipe::cli;
   cli::Program program;
-  program.commands = {cli::add_profile_command, cli::add_train_command};
+  program.commands = {cli::add_profile_command, cli::add_train_command,
+                      cli::add_export_checkpoint_command};
   program.version = [] {
     const auto info = hyperpipe::runtime::runtime_info();
     return fmt::format(

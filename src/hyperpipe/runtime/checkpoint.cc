@@ -278,6 +278,31 @@ std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir) {
   return std::nullopt;
 }
 
+CheckpointInfo find_checkpoint(const std::string& path) {
+  if (fs::is_regular_file(fs::path(path) / kCheckpointManifest)) return read_checkpoint(path);
+  if (auto latest = latest_checkpoint(path)) return *latest;
+  throw InputError(path, "",
+                   fmt::format("a checkpoint: a step's directory holding {}, or a checkpoint "
+                               "directory (train --checkpoint-dir) holding one",
+                               kCheckpointManifest));
+}
+
+std::map<std::string, torch::Tensor> read_checkpoint_parameters(const std::string& path) {
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(path);
+  } catch (const c10::Error&) {
+    throw InputError(path, "",
+                     "a checkpoint file written by hyperpipe (a torch archive); it is not one");
+  }
+  std::map<std::string, torch::Tensor> parameters;
+  for (const auto& key : archive.keys()) {
+    if (key.find('/') != std::string::npos) continue;  // optimizer state
+    archive.read(key, parameters[key]);
+  }
+  return parameters;
+}
+
 void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
                      const std::string& model_name) {
   const std::string manifest_path = (fs::path(checkpoint.path) / kCheckpointManifest).string();

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <future>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -86,6 +87,16 @@ class CheckpointWriter {
 // none; InputError naming the newest's bad file when none is intact. Manifests may name
 // only plain files inside their own directory.
 std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir);
+
+// The checkpoint at `path`: a step's directory (holding checkpoint.json), checked, or the
+// newest intact one in a run's checkpoint directory. InputError naming `path` when there is
+// none or it is damaged.
+CheckpointInfo find_checkpoint(const std::string& path);
+
+// The parameters in one of the checkpoint's files (whole tensors, by name: "layer3.qkv"),
+// without their optimizer state. InputError naming the file when it is not a checkpoint
+// file.
+std::map<std::string, torch::Tensor> read_checkpoint_parameters(const std::string& path);
 
 // Parameters and optimizer state for the executor's chunks, from a checkpoint of any
 // split of the same model. Throws InputError when the model differs or a layer is missing.
