@@ -24,7 +24,8 @@ END_OF_TEXT = "<|endoftext|>"
 PIECES = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|\s+(?!\S)|\s+""")
 # Initial weights as GPT-2 and LLaMA draw them (normal, standard deviation 0.02).
 INIT_STD = 0.02
-# The computation HyperPipe's runtime runs (docs/formats.md): what config.json must say.
+# GPT-2's and LLaMA 2's published constants; GPT-2's dropout rate (the one HyperPipe's
+# runtime draws, docs/formats.md).
 LAYER_NORM_EPS = 1e-5
 RMS_NORM_EPS = 1e-5
 ROPE_THETA = 10000.0

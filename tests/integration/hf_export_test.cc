@@ -31,6 +31,7 @@ struct Exporting {
   bool llama;
   const char* plan_body;
   const char* max_shard_size;
+  LlamaVariant variant = {};
 };
 
 class HfExport : public ::testing::TestWithParam<Exporting> {};
@@ -55,7 +56,7 @@ std::map<std::string, std::string> weight_files(const std::string& dir) {
 TEST_P(HfExport, ATrainedCheckpointExportsToTheTensorsItWasLoadedFrom) {
   const auto& c = GetParam();
   const std::string dir = hyperpipe::testing::temp_path(std::string("hf-export-") + c.name);
-  const Tensors tensors = write_model_and_plan(dir, c.llama, c.plan_body);
+  const Tensors tensors = write_model_and_plan(dir, c.llama, c.plan_body, c.variant);
   const auto train = [&](const std::string& init_from, const std::string& name) {
     const std::string log = dir + "/" + name + ".txt";
     EXPECT_EQ(run_command(fmt::format(
@@ -150,7 +151,11 @@ INSTANTIATE_TEST_SUITE_P(
                    "stages": [{"layers": [0, 2], "devices": [0]},
                               {"layers": [2, 3], "devices": [1, 2], "tp": 2},
                               {"layers": [3, 4], "devices": [3]}])",
-                                "40KB"}),
+                                "40KB"},
+                      Exporting{"qwen2-one-stage-tp-two", true,
+                                R"("micro_batch_size": 2, "micro_batches": 2, "schedule": "1f1b",
+                   "stages": [{"layers": [0, 4], "devices": [0, 1], "tp": 2}])",
+                                "40KB", kQwen2}),
     hyperpipe::testing::NameOfCase());
 
 }  // namespace

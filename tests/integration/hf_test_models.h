@@ -105,7 +105,18 @@ constexpr int64_t kLlamaHeads = 4;
 constexpr int64_t kLlamaKvHeads = 2;
 constexpr int64_t kLlamaFfn = 48;
 
-inline Tensors llama_tensors() {
+// What sets the LLaMA-shaped models apart: Llama 1 and 2's constants by default;
+// Llama 3's rotary base; Qwen2's epsilon, base and q/k/v biases.
+struct LlamaVariant {
+  double rope_theta = 10000.0;
+  double rms_norm_eps = 1e-5;
+  bool qwen2 = false;
+};
+
+inline const LlamaVariant kLlama3{500000.0, 1e-5, false};
+inline const LlamaVariant kQwen2{1000000.0, 1e-6, true};
+
+inline Tensors llama_tensors(const LlamaVariant& variant = {}) {
   torch::Generator generator = at::detail::createCPUGenerator(11);
   const int64_t h = kLlamaHidden;
   const int64_t kv = kLlamaKvHeads * (h / kLlamaHeads);
@@ -116,6 +127,11 @@ inline Tensors llama_tensors() {
     t.push_back({p + "self_attn.q_proj.weight", random({h, h}, generator)});
     t.push_back({p + "self_attn.k_proj.weight", random({kv, h}, generator)});
     t.push_back({p + "self_attn.v_proj.weight", random({kv, h}, generator)});
+    if (variant.qwen2) {
+      t.push_back({p + "self_attn.q_proj.bias", random({h}, generator)});
+      t.push_back({p + "self_attn.k_proj.bias", random({kv}, generator)});
+      t.push_back({p + "self_attn.v_proj.bias", random({kv}, generator)});
+    }
     t.push_back({p + "self_attn.o_proj.weight", random({h, h}, generator)});
     t.push_back({p + "post_attention_layernorm.weight", 1 + random({h}, generator)});
     t.push_back({p + "mlp.gate_proj.weight", random({kLlamaFfn, h}, generator)});
@@ -127,22 +143,33 @@ inline Tensors llama_tensors() {
   return t;
 }
 
-inline const std::string kLlamaConfig = fmt::format(
-    R"({{"model_type": "llama", "_name_or_path": "tiny-hf-llama", "hidden_size": {},
+// Qwen2's config.json names a sliding window it does not use.
+inline std::string llama_config(const LlamaVariant& variant = {}) {
+  return fmt::format(
+      R"({{"model_type": "{}", "_name_or_path": "tiny-hf-{}", "hidden_size": {},
         "num_hidden_layers": {}, "num_attention_heads": {}, "num_key_value_heads": {},
         "intermediate_size": {}, "max_position_embeddings": {}, "vocab_size": {},
-        "hidden_act": "silu", "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
-        "rope_scaling": null, "attention_bias": false, "tie_word_embeddings": false,
+        "hidden_act": "silu", "rms_norm_eps": {}, "rope_theta": {},
+        "rope_scaling": null, {} "tie_word_embeddings": false,
         "torch_dtype": "float32"}})",
-    kLlamaHidden, kLlamaLayers, kLlamaHeads, kLlamaKvHeads, kLlamaFfn, kSeq, kVocab);
+      variant.qwen2 ? "qwen2" : "llama", variant.qwen2 ? "qwen2" : "llama", kLlamaHidden,
+      kLlamaLayers, kLlamaHeads, kLlamaKvHeads, kLlamaFfn, kSeq, kVocab, variant.rms_norm_eps,
+      variant.rope_theta,
+      variant.qwen2 ? R"("use_sliding_window": false, "sliding_window": 4,)"
+                    : R"("attention_bias": false,)");
+}
+
+inline const std::string kLlamaConfig = llama_config();
 
 // A fresh `dir` holding the GPT-2 (one file) or LLaMA (two shards) checkpoint as `dir`/hf
 // and `dir`/plan.json of it with `plan_body`; returns the checkpoint's tensors.
 inline Tensors write_model_and_plan(const std::string& dir, bool llama,
-                                    const std::string& plan_body) {
+                                    const std::string& plan_body,
+                                    const LlamaVariant& variant = {}) {
   std::filesystem::remove_all(dir);
-  Tensors tensors = llama ? llama_tensors() : gpt2_tensors();
-  write_checkpoint(dir + "/hf", llama ? kLlamaConfig : kGpt2Config, tensors, llama ? 2 : 1);
+  Tensors tensors = llama ? llama_tensors(variant) : gpt2_tensors();
+  write_checkpoint(dir + "/hf", llama ? llama_config(variant) : kGpt2Config, tensors,
+                   llama ? 2 : 1);
   std::ofstream(dir + "/plan.json") << fmt::format(
       R"({{"format": "hyperpipe.plan/1", "model": "{}/hf", "cluster": "a100x8", {}}})", dir,
       plan_body);

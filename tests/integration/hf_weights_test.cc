@@ -74,21 +74,25 @@ Tensor gpt2_logits(const std::map<std::string, Tensor>& w, const Tensor& ids) {
 
 // LlamaForCausalLM's forward pass, as transformers defines it (rotate_half rotary
 // embedding, key/value heads repeated for their query heads): logits [b, s, vocab].
-Tensor llama_logits(const std::map<std::string, Tensor>& w, const Tensor& ids) {
+Tensor llama_logits(const std::map<std::string, Tensor>& w, const Tensor& ids,
+                    const LlamaVariant& variant) {
   const int64_t d = kLlamaHidden / kLlamaHeads;
   const auto rms = [&](const Tensor& x, const std::string& name) {
-    return x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-5) * w.at(name);
+    return x * torch::rsqrt(x.pow(2).mean(-1, true) + variant.rms_norm_eps) * w.at(name);
   };
   const int64_t s = ids.size(1);
-  const auto inverse = torch::pow(10000.0, -torch::arange(0, d, 2, torch::kDouble) / d);
+  const auto inverse = torch::pow(variant.rope_theta, -torch::arange(0, d, 2, torch::kDouble) / d);
   const auto angles = torch::outer(torch::arange(s, torch::kDouble), inverse);
   const auto both = torch::cat({angles, angles}, -1);  // [s, d]
   const auto rotate = [&](const Tensor& x) {           // [b, heads, s, d]
     const auto halves = x.chunk(2, -1);
     return x * both.cos() + torch::cat({-halves[1], halves[0]}, -1) * both.sin();
   };
+  // Qwen2Attention's q, k and v projections add their biases.
   const auto linear = [&](const Tensor& x, const std::string& name) {
-    return x.matmul(w.at(name).t());
+    const auto bias = name.substr(0, name.size() - 6) + "bias";  // "…weight" → "…bias"
+    const auto product = x.matmul(w.at(name).t());
+    return w.count(bias) ? product + w.at(bias) : product;
   };
   auto x = w.at("model.embed_tokens.weight").index({ids});
   for (int64_t i = 0; i < kLlamaLayers; ++i) {
@@ -113,6 +117,7 @@ struct Loading {
   const char* name;
   bool llama;
   const char* plan_body;  // 4 layers in all: the embedding, two blocks, the head
+  LlamaVariant variant = {};
 };
 
 // The first step's loss of `reference_logits` on step 0's global batch, in fp64.
@@ -130,7 +135,7 @@ class HfWeights : public ::testing::TestWithParam<Loading> {};
 TEST_P(HfWeights, LoadIntoAnySplitAsTheirOwnModelComputesThem) {
   const auto& c = GetParam();
   const std::string dir = hyperpipe::testing::temp_path(std::string("hf-weights-") + c.name);
-  const Tensors tensors = write_model_and_plan(dir, c.llama, c.plan_body);
+  const Tensors tensors = write_model_and_plan(dir, c.llama, c.plan_body, c.variant);
   const std::string log = dir + "/log.txt";
   ASSERT_EQ(run_command(fmt::format("{} launch --plan {}/plan.json --data {} --steps 2 --seed 0 "
                                     "--init-from {}/hf --metrics {}/metrics.jsonl {} > {} 2>&1",
@@ -144,7 +149,7 @@ TEST_P(HfWeights, LoadIntoAnySplitAsTheirOwnModelComputesThem) {
   const auto weights = as_map(tensors);
   const double expected = reference_first_loss(
       [&](const Tensor& ids) {
-        return c.llama ? llama_logits(weights, ids) : gpt2_logits(weights, ids);
+        return c.llama ? llama_logits(weights, ids, c.variant) : gpt2_logits(weights, ids);
       },
       global_batch);
   torch::set_default_dtype(caffe2::TypeMeta::Make<float>());
@@ -177,12 +182,13 @@ TEST(HfWeightsRefused, SettingsTheRuntimeDoesNotComputeAndShapesTheConfigDoesNot
     return slurp(log);
   };
   std::string config = kLlamaConfig;
-  config.replace(config.find("10000.0"), 7, "500000.0");
+  config.replace(config.find("\"rope_scaling\": null"), 20,
+                 R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0})");
   auto log = refusal(config, llama_tensors());
-  EXPECT_NE(log.find("config.json: rope_theta: 10000 (all HyperPipe's runtime computes so far"),
+  EXPECT_NE(log.find("config.json: rope_scaling: null (no scaled rotary positions) (all "
+                     "HyperPipe's runtime computes so far"),
             std::string::npos)
       << log;
-  EXPECT_NE(log.find("got 500000.0"), std::string::npos) << log;
 
   // A header whose shape is not the config's: the second block's up projection cut short.
   Tensors tensors = llama_tensors();
@@ -220,7 +226,17 @@ INSTANTIATE_TEST_SUITE_P(
                       Loading{"llama-three-stages", true,
                               R"("micro_batch_size": 2, "micro_batches": 2, "schedule": "1f1b",
                    "stages": [{"layers": [0, 2], "devices": [0]}, {"layers": [2, 3], "devices": [1]},
-                              {"layers": [3, 4], "devices": [2]}])"}),
+                              {"layers": [3, 4], "devices": [2]}])"},
+                      // Llama 3's rotary base; Qwen2's epsilon, base and q/k/v biases, tp 2.
+                      Loading{"llama3-two-stages", true,
+                              R"("micro_batch_size": 2, "micro_batches": 2, "schedule": "1f1b",
+                   "stages": [{"layers": [0, 2], "devices": [0]}, {"layers": [2, 4], "devices": [1]}])",
+                              kLlama3},
+                      Loading{"qwen2-two-stages-tp-two", true,
+                              R"("micro_batch_size": 2, "micro_batches": 2, "schedule": "1f1b",
+                   "stages": [{"layers": [0, 2], "devices": [0, 1], "tp": 2},
+                              {"layers": [2, 4], "devices": [2, 3], "tp": 2}])",
+                              kQwen2}),
     hyperpipe::testing::NameOfCase());
 
 }  // namespace

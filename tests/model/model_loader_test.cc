@@ -58,6 +58,27 @@ TEST(HuggingFaceConfig, Llama) {
   // the folder the file sits in.
   EXPECT_EQ(llama2.config().name, "meta-llama/Llama-2-7b-hf");
   EXPECT_EQ(llama3.config().name, "llama-32x4096");
+  // What changes the logits and not the cost: each config's own.
+  EXPECT_DOUBLE_EQ(llama2.config().rope_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(llama3.config().rope_theta, 500000.0);
+  EXPECT_DOUBLE_EQ(llama3.config().norm_eps, 1e-5);
+  EXPECT_FALSE(llama3.config().qkv_bias);
+}
+
+// Qwen2: LLaMA's shape with biases on q, k and v, which add h + 2·kv parameters per block;
+// a missing rms_norm_eps is Qwen2Config's default.
+TEST(HuggingFaceConfig, Qwen2HasQueryKeyAndValueBiases) {
+  const std::string body = R"("hidden_size": 64, "num_hidden_layers": 3,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+      "max_position_embeddings": 32, "vocab_size": 100, "rope_theta": 1000000.0})";
+  const Model qwen2 =
+      load_model(write_temp_file("qwen2.json", R"({"model_type": "qwen2", )" + body));
+  const Model llama =
+      load_model(write_temp_file("llama.json", R"({"model_type": "llama", )" + body));
+  EXPECT_TRUE(qwen2.config().qkv_bias);
+  EXPECT_DOUBLE_EQ(qwen2.config().rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(qwen2.config().norm_eps, 1e-6);
+  EXPECT_EQ(qwen2.total_params() - llama.total_params(), 3 * (64 + 2 * 32));
 }
 
 TEST(HuggingFaceConfig, UnsupportedTypeNamesTheField) {
@@ -86,10 +107,16 @@ kv_heads: 2
 vocab: 1000
 seq_len: 128
 dtype: fp32
+norm_eps: 1.0e-6
+rope_theta: 500000
+qkv_bias: true
 )");
   const Model model = load_model(path);
   const auto& c = model.config();
   EXPECT_EQ(c.name, "tiny-llama");
+  EXPECT_DOUBLE_EQ(c.norm_eps, 1e-6);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 500000.0);
+  EXPECT_TRUE(c.qkv_bias);
   EXPECT_EQ(c.flavour, Flavour::llama);
   EXPECT_EQ(c.kv_heads, 2);
   EXPECT_FALSE(c.tied_embeddings);
@@ -140,7 +167,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInputCase{"base: gpt2\nlayers: 100000\n", "field 'layers': expected at most 10000"},
         BadInputCase{"base: gpt2\nhidden: 99999999999999\n", "expected a positive integer up to"},
         BadInputCase{"{[1, 2]: 3}\n", "expected a mapping with text keys"},
-        BadInputCase{"- 1\n- 2\n", "expected a mapping of model fields, got a list"}));
+        BadInputCase{"- 1\n- 2\n", "expected a mapping of model fields, got a list"},
+        BadInputCase{"base: llama2-7b\nnorm_eps: 0\n", "field 'norm_eps'"},
+        BadInputCase{"base: llama2-7b\nnorm_eps: 2\n", "between 0 and 1, got 2"},
+        BadInputCase{"base: llama2-7b\nrope_theta: -5\n", "field 'rope_theta'"},
+        BadInputCase{"base: gpt2\nqkv_bias: true\n", "false or absent for GPT"}));
 
 TEST(LoadModel, UnknownNameSaysWhatIsAccepted) {
   const std::string message = error_message<InputError>([] { load_model("gpt-17"); });

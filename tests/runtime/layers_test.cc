@@ -90,8 +90,8 @@ TEST(Layers, GptBlockMatchesTorchMultiheadAttention) {
   attention->out_proj->weight.copy_(p["layer1.out"]);
   attention->out_proj->bias.copy_(p["layer1.out_bias"]);
   const auto ln = [&](const torch::Tensor& in, const std::string& w, const std::string& b) {
-    return F::layer_norm(in,
-                         F::LayerNormFuncOptions({64}).weight(p[w]).bias(p[b]).eps(kLayerNormEps));
+    return F::layer_norm(
+        in, F::LayerNormFuncOptions({64}).weight(p[w]).bias(p[b]).eps(model::kDefaultNormEps));
   };
   const auto normed = ln(x, "layer1.attention_norm", "layer1.attention_norm_bias").transpose(0, 1);
   // An additive mask: libtorch's C++ MultiheadAttention adds attn_mask to the scores.
@@ -312,8 +312,8 @@ TEST(Layers, RotaryScoresDependOnRelativePositionOnly) {
   // position i against j depends on i − j alone, and at i = j equals the plain dot product.
   const auto q = torch::randn({8}, torch::kDouble);
   const auto k = torch::randn({8}, torch::kDouble);
-  const auto rq = rotary(q.expand({1, 1, 12, 8}).contiguous())[0][0];
-  const auto rk = rotary(k.expand({1, 1, 12, 8}).contiguous())[0][0];
+  const auto rq = rotary(q.expand({1, 1, 12, 8}).contiguous(), model::kDefaultRopeTheta)[0][0];
+  const auto rk = rotary(k.expand({1, 1, 12, 8}).contiguous(), model::kDefaultRopeTheta)[0][0];
   const auto score = [&](int i, int j) { return rq[i].dot(rk[j]).item<double>(); };
   EXPECT_NEAR(score(0, 0), q.dot(k).item<double>(), 1e-12);
   for (int i = 3; i < 11; ++i) {

@@ -14,6 +14,7 @@ constexpr int64_t kLlama2Vocab = 32000;
 constexpr int64_t kLlama2Context = 4096;
 constexpr int64_t kLlama3Vocab = 128256;
 constexpr int64_t kLlama3Context = 8192;
+constexpr double kLlama3RopeTheta = 500000.0;  // Meta-Llama-3's config.json
 
 TransformerConfig gpt(const char* name, int64_t layers, int64_t hidden, int64_t heads,
                       int64_t seq_len) {
@@ -32,7 +33,8 @@ TransformerConfig gpt(const char* name, int64_t layers, int64_t hidden, int64_t 
 }
 
 TransformerConfig llama(const char* name, int64_t layers, int64_t hidden, int64_t heads,
-                        int64_t kv_heads, int64_t ffn, int64_t vocab, int64_t seq_len) {
+                        int64_t kv_heads, int64_t ffn, int64_t vocab, int64_t seq_len,
+                        double rope_theta = kDefaultRopeTheta) {
   TransformerConfig c;
   c.name = name;
   c.flavour = Flavour::llama;
@@ -46,6 +48,7 @@ TransformerConfig llama(const char* name, int64_t layers, int64_t hidden, int64_
   c.tied_embeddings = false;
   c.dropout = false;
   c.dtype = DType::bf16;
+  c.rope_theta = rope_theta;
   return complete(c);
 }
 
@@ -88,10 +91,10 @@ std::vector<CatalogueEntry> build() {
        llama2_card},
       {llama("llama2-70b", 80, 8192, 64, 8, 28672, kLlama2Vocab, kLlama2Context), "", 68.98e9,
        llama2_card},
-      {llama("llama3-8b", 32, 4096, 32, 8, 14336, kLlama3Vocab, kLlama3Context), "", 8.03e9,
-       llama3_card},
-      {llama("llama3-70b", 80, 8192, 64, 8, 28672, kLlama3Vocab, kLlama3Context), "", 70.55e9,
-       llama3_card},
+      {llama("llama3-8b", 32, 4096, 32, 8, 14336, kLlama3Vocab, kLlama3Context, kLlama3RopeTheta),
+       "", 8.03e9, llama3_card},
+      {llama("llama3-70b", 80, 8192, 64, 8, 28672, kLlama3Vocab, kLlama3Context, kLlama3RopeTheta),
+       "", 70.55e9, llama3_card},
   };
 }
 

@@ -85,7 +85,8 @@ int64_t Layer::unique_params() const {
         const int64_t mlp = 2 * h * c.ffn_hidden + c.ffn_hidden + h;
         return attention + mlp + 2 * norm;
       }
-      return qkv + out + 3 * h * c.ffn_hidden + 2 * norm;
+      const int64_t qkv_bias = c.qkv_bias ? h + 2 * c.kv_dim() : 0;
+      return qkv + qkv_bias + out + 3 * h * c.ffn_hidden + 2 * norm;
     }
     case LayerKind::head: {
       const int64_t norm = c.final_norm ? (gpt ? 2 * h : h) : 0;

@@ -38,6 +38,10 @@ void read_int_if_present(const YamlField& root, const char* key, int64_t& into) 
   if (auto field = root.optional(key)) into = field->as_positive_int();
 }
 
+void read_number_if_present(const YamlField& root, const char* key, double& into) {
+  if (auto field = root.optional(key)) into = field->as_positive_number();
+}
+
 void read_bool_if_present(const YamlField& root, const char* key, bool& into) {
   if (auto field = root.optional(key)) into = field->as_bool();
 }
@@ -53,7 +57,9 @@ const std::map<std::string, std::vector<std::string>>& field_keys() {
       {"vocab", {"vocab", "vocab_size"}},
       {"seq_len", {"seq_len", "n_positions", "max_position_embeddings"}},
       {"embed_dim", {"embed_dim", "word_embed_proj_dim"}},
-      {"position_offset", {"position_offset"}}};
+      {"position_offset", {"position_offset"}},
+      {"norm_eps", {"norm_eps", "layer_norm_epsilon", "rms_norm_eps"}},
+      {"rope_theta", {"rope_theta"}}};
   return keys;
 }
 
@@ -89,6 +95,7 @@ TransformerConfig read_hf_gpt2(const YamlField& root) {
   c.vocab = root.required("vocab_size").as_positive_int();
   c.seq_len = root.required("n_positions").as_positive_int();
   read_int_if_present(root, "n_inner", c.ffn_hidden);  // null means 4·n_embd
+  read_number_if_present(root, "layer_norm_epsilon", c.norm_eps);
   read_bool_if_present(root, "tie_word_embeddings", c.tied_embeddings);
   // GPT2Config's dropouts default to 0.1; a model fine-tuned without them sets all to 0.
   c.dropout = false;
@@ -115,12 +122,20 @@ TransformerConfig read_hf_opt(const YamlField& root) {
   return c;
 }
 
+// LlamaConfig's, MistralConfig's and Qwen2Config's default rms_norm_eps.
+constexpr double kHfRmsNormEps = 1e-6;
+
 TransformerConfig read_hf_llama(const YamlField& root) {
   TransformerConfig c;
   c.flavour = Flavour::llama;
   c.dropout = false;
   c.tied_embeddings = false;
   c.dtype = DType::bf16;
+  c.norm_eps = kHfRmsNormEps;
+  read_number_if_present(root, "rms_norm_eps", c.norm_eps);
+  read_number_if_present(root, "rope_theta", c.rope_theta);
+  // Qwen2's attention always has query, key and value biases.
+  c.qkv_bias = root.required("model_type").as_string() == "qwen2";
   c.hidden = root.required("hidden_size").as_positive_int();
   c.layers = root.required("num_hidden_layers").as_positive_int();
   c.heads = root.required("num_attention_heads").as_positive_int();
@@ -137,7 +152,7 @@ TransformerConfig read_hf_llama(const YamlField& root) {
 TransformerConfig read_hf_config(const YamlField& root) {
   if (!root.is_map()) root.fail("a JSON object (a Hugging Face config.json)");
   const YamlField type = root.required("model_type");
-  const size_t kind = type.as_choice({"gpt2", "opt", "llama", "mistral"});
+  const size_t kind = type.as_choice({"gpt2", "opt", "llama", "mistral", "qwen2"});
   TransformerConfig c = kind == 0   ? read_hf_gpt2(root)
                         : kind == 1 ? read_hf_opt(root)
                                     : read_hf_llama(root);
@@ -155,9 +170,26 @@ TransformerConfig read_hf_config(const YamlField& root) {
 
 TransformerConfig read_model_yaml(const YamlField& root) {
   if (!root.is_map()) root.fail("a mapping of model fields");
-  root.allow_only({"name", "base", "flavour", "hidden", "layers", "heads", "kv_heads", "ffn_hidden",
-                   "vocab", "seq_len", "embed_dim", "position_offset", "tied_embeddings",
-                   "final_norm", "dropout", "flash_attention", "dtype"});
+  root.allow_only({"name",
+                   "base",
+                   "flavour",
+                   "hidden",
+                   "layers",
+                   "heads",
+                   "kv_heads",
+                   "ffn_hidden",
+                   "vocab",
+                   "seq_len",
+                   "embed_dim",
+                   "position_offset",
+                   "tied_embeddings",
+                   "final_norm",
+                   "dropout",
+                   "flash_attention",
+                   "dtype",
+                   "norm_eps",
+                   "rope_theta",
+                   "qkv_bias"});
   TransformerConfig c;
   const bool has_base = root.has("base");
   if (has_base) {
@@ -195,6 +227,12 @@ TransformerConfig read_model_yaml(const YamlField& root) {
   read_bool_if_present(root, "final_norm", c.final_norm);
   read_bool_if_present(root, "dropout", c.dropout);
   read_bool_if_present(root, "flash_attention", c.flash_attention);
+  read_number_if_present(root, "norm_eps", c.norm_eps);
+  read_number_if_present(root, "rope_theta", c.rope_theta);
+  read_bool_if_present(root, "qkv_bias", c.qkv_bias);
+  if (c.qkv_bias && c.flavour == Flavour::gpt) {
+    root.required("qkv_bias").fail("false or absent for GPT (its blocks have every bias)");
+  }
   if (auto dtype = root.optional("dtype")) c.dtype = read_dtype(*dtype);
   return finish(c, root);
 }

@@ -49,6 +49,16 @@ void validate(const TransformerConfig& config, const std::string& source) {
   positive(config.vocab, "vocab");
   positive(config.seq_len, "seq_len");
   positive(config.embed_dim, "embed_dim");
+  // NaN fails both comparisons.
+  if (!(config.norm_eps > 0 && config.norm_eps < 1)) {
+    throw InputError(source, "field 'norm_eps'",
+                     fmt::format("expected a number between 0 and 1, got {}", config.norm_eps));
+  }
+  if (!(config.rope_theta > 1 && config.rope_theta < 1e12)) {
+    throw InputError(
+        source, "field 'rope_theta'",
+        fmt::format("expected a number above 1 and below 1e12, got {}", config.rope_theta));
+  }
   const auto at_most = [&](int64_t value, int64_t max, const char* field) {
     if (value > max) {
       throw InputError(source, fmt::format("field '{}'", field),

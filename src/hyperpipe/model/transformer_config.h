@@ -14,6 +14,13 @@ namespace hyperpipe::model {
 // parameters), grouped-query attention, no dropout.
 enum class Flavour { gpt, llama };
 
+// The norm epsilon of GPT-2 (layer_norm_epsilon) and of Meta's LLaMA reference model
+// (norm_eps): models that say nothing else.
+inline constexpr double kDefaultNormEps = 1e-5;
+// The rotary base of RoFormer (Su et al.) and LLaMA 1 and 2; Llama 3 uses 500 000, Qwen2 and
+// Mistral v0.2 1 000 000.
+inline constexpr double kDefaultRopeTheta = 10000.0;
+
 std::string_view to_string(Flavour flavour);
 
 struct TransformerConfig {
@@ -37,6 +44,13 @@ struct TransformerConfig {
   bool tied_embeddings = true;
   bool final_norm = true;
   bool dropout = true;
+  // The LayerNorm (GPT) or RMSNorm (LLaMA) epsilon, and LLaMA's rotary base: they change
+  // the logits, not the cost.
+  double norm_eps = kDefaultNormEps;
+  double rope_theta = kDefaultRopeTheta;
+  // LLaMA flavour: biases on the query, key and value projections (Qwen2's). GPT blocks
+  // have every bias.
+  bool qkv_bias = false;
   // Fused attention (FlashAttention) keeps no s×s score matrix for backward.
   bool flash_attention = false;
   DType dtype = DType::fp16;

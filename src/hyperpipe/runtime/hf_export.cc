@@ -177,7 +177,9 @@ HfExportSummary export_hf_checkpoint(const CheckpointInfo& checkpoint,
   clear_earlier_export(dir, options.overwrite);
 
   HfExportSummary summary;
-  summary.model_type = *architecture == weights::HfArchitecture::kGpt2 ? "gpt2" : "llama";
+  summary.model_type = *architecture == weights::HfArchitecture::kGpt2 ? "gpt2"
+                       : model.qkv_bias                                ? "qwen2"
+                                                                       : "llama";
   summary.steps_done = checkpoint.steps_done;
   summary.bytes = total;
   // The tensors of the shard being filled; written when its last arrives.

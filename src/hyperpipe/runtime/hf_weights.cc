@@ -53,7 +53,7 @@ torch::Tensor tensor_of(const weights::HfCheckpoint& checkpoint, const weights::
 }  // namespace
 
 weights::HfComputation runtime_computation() {
-  return {kLayerNormEps, kRmsNormEps, kRotaryBase, kDropoutRate};
+  return {kDropoutRate};
 }
 
 weights::HfCheckpoint open_hf_checkpoint(const std::string& dir,

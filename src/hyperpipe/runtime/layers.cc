@@ -170,6 +170,8 @@ class Block final : public LayerModule {
   Block(const model::TransformerConfig& config, int index, torch::Generator generator,
         const TensorShard& shard, model::Recompute recompute)
       : gpt_(config.flavour == model::Flavour::gpt),
+        norm_eps_(config.norm_eps),
+        rope_theta_(config.rope_theta),
         index_(index),
         dropout_(config.dropout),
         recompute_(recompute),
@@ -196,7 +198,7 @@ class Block final : public LayerModule {
     attention_norm_ = add("attention_norm", torch::ones({h}));
     if (gpt_) attention_norm_bias_ = add("attention_norm_bias", torch::zeros({h}));
     qkv_ = add("qkv", normal({h + 2 * kv, h}, kInitStd, generator));
-    if (gpt_) qkv_bias_ = add("qkv_bias", torch::zeros({h + 2 * kv}));
+    if (gpt_ || config.qkv_bias) qkv_bias_ = add("qkv_bias", torch::zeros({h + 2 * kv}));
     out_ = add("out", normal({h, h}, out_std, generator));
     if (gpt_) out_bias_ = add("out_bias", torch::zeros({h}));
     mlp_norm_ = add("mlp_norm", torch::ones({h}));
@@ -247,9 +249,9 @@ class Block final : public LayerModule {
 
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias) const {
-    if (!gpt_) return rms_norm(x, weight);
+    if (!gpt_) return rms_norm(x, weight, norm_eps_);
     return F::layer_norm(
-        x, F::LayerNormFuncOptions({x.size(-1)}).weight(weight).bias(bias).eps(kLayerNormEps));
+        x, F::LayerNormFuncOptions({x.size(-1)}).weight(weight).bias(bias).eps(norm_eps_));
   }
 
   torch::Tensor attention(const torch::Tensor& x) const {
@@ -262,8 +264,8 @@ class Block final : public LayerModule {
     auto k = parts[1].view({b, s, kv_heads_, head_dim_}).transpose(1, 2);
     auto v = parts[2].view({b, s, kv_heads_, head_dim_}).transpose(1, 2);
     if (!gpt_) {
-      q = rotary(q);
-      k = rotary(k);
+      q = rotary(q, rope_theta_);
+      k = rotary(k, rope_theta_);
     }
     // Compact copies: what the core keeps for its backward (or, recomputed, as its inputs)
     // is then q, k and v themselves, not the fused projection's whole output through
@@ -318,6 +320,8 @@ class Block final : public LayerModule {
   }
 
   bool gpt_;
+  double norm_eps_;
+  double rope_theta_;
   int index_;  // in the chain: what dropout masks are drawn for
   bool dropout_;
   model::Recompute recompute_;
@@ -336,7 +340,10 @@ class Head final : public LayerModule {
  public:
   Head(const model::TransformerConfig& config, torch::Generator generator, uint64_t seed,
        const TensorShard& shard)
-      : gpt_(config.flavour == model::Flavour::gpt), vocab_(config.vocab), shard_(shard) {
+      : gpt_(config.flavour == model::Flavour::gpt),
+        norm_eps_(config.norm_eps),
+        vocab_(config.vocab),
+        shard_(shard) {
     const int64_t h = config.hidden;
     if (config.final_norm) {
       norm_ = register_parameter("norm", torch::ones({h}));
@@ -362,8 +369,8 @@ class Head final : public LayerModule {
       normed = gpt_ ? F::layer_norm(x, F::LayerNormFuncOptions({x.size(-1)})
                                            .weight(norm_)
                                            .bias(norm_bias_)
-                                           .eps(kLayerNormEps))
-                    : rms_norm(x, norm_);
+                                           .eps(norm_eps_))
+                    : rms_norm(x, norm_, norm_eps_);
     }
     return column_parallel(normed, {weight_}, {}, shard_)[0];
   }
@@ -376,6 +383,7 @@ class Head final : public LayerModule {
 
  private:
   bool gpt_;
+  double norm_eps_;
   int64_t vocab_;
   TensorShard shard_;
   bool tied_ = false;

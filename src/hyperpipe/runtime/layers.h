@@ -25,8 +25,6 @@ namespace hyperpipe::runtime {
 // from N(0, 0.02²), biases zero, norms one; the projections back into the residual
 // stream scaled by 1/√(2·blocks) so the residual's variance does not grow with depth.
 inline constexpr double kInitStd = 0.02;
-// LayerNorm epsilon of GPT-2 (LLaMA's RMSNorm: lean_ops.h).
-inline constexpr double kLayerNormEps = 1e-5;
 
 // One rank's share of a layer under tensor parallelism (Megatron-LM, Shoeybi et al.,
 // 2019): a block holds heads/size attention heads (and key/value heads) and ffn/size MLP

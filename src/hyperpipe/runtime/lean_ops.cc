@@ -9,8 +9,8 @@ using torch::autograd::variable_list;
 class RmsNorm : public torch::autograd::Function<RmsNorm> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
-                               const torch::Tensor& weight) {
-    const auto scale = torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + kRmsNormEps);
+                               const torch::Tensor& weight, double eps) {
+    const auto scale = torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps);
     ctx->save_for_backward({x, scale, weight});
     return x * scale * weight;
   }
@@ -27,17 +27,17 @@ class RmsNorm : public torch::autograd::Function<RmsNorm> {
     const auto x_grad =
         scale * (g_normed - normed * (g_normed * normed).mean(-1, /*keepdim=*/true));
     const auto weight_grad = (g * normed).reshape({-1, x.size(-1)}).sum(0);
-    return {x_grad, weight_grad};
+    return {x_grad, weight_grad, torch::Tensor()};  // none for eps
   }
 };
 
 // [b, heads, s, d] rotated by `direction` (1 forward, −1 back) times each pair's angle.
-torch::Tensor rotate(const torch::Tensor& x, double direction) {
+torch::Tensor rotate(const torch::Tensor& x, double direction, double base) {
   const int64_t seq = x.size(2);
   const int64_t half = x.size(3) / 2;
   const auto options = x.options();
-  const auto inverse = torch::pow(
-      kRotaryBase, -torch::arange(0, half, options) * 2.0 / static_cast<double>(x.size(3)));
+  const auto inverse =
+      torch::pow(base, -torch::arange(0, half, options) * 2.0 / static_cast<double>(x.size(3)));
   const auto angles = torch::outer(torch::arange(0, seq, options), inverse);  // [s, half]
   const auto cos = angles.cos();
   const auto sin = angles.sin() * direction;
@@ -49,21 +49,24 @@ torch::Tensor rotate(const torch::Tensor& x, double direction) {
 
 class Rotary : public torch::autograd::Function<Rotary> {
  public:
-  static torch::Tensor forward(AutogradContext*, const torch::Tensor& x) { return rotate(x, 1); }
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, double base) {
+    ctx->saved_data["base"] = base;
+    return rotate(x, 1, base);
+  }
   // A rotation's transpose is its inverse.
-  static variable_list backward(AutogradContext*, variable_list grads) {
-    return {rotate(grads[0], -1)};
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {rotate(grads[0], -1, ctx->saved_data["base"].toDouble()), torch::Tensor()};
   }
 };
 
 }  // namespace
 
-torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight) {
-  return RmsNorm::apply(x, weight);
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+  return RmsNorm::apply(x, weight, eps);
 }
 
-torch::Tensor rotary(const torch::Tensor& x) {
-  return Rotary::apply(x);
+torch::Tensor rotary(const torch::Tensor& x, double base) {
+  return Rotary::apply(x, base);
 }
 
 }  // namespace hyperpipe::runtime

@@ -10,16 +10,12 @@
 
 namespace hyperpipe::runtime {
 
-// LLaMA's RMS normalisation epsilon (Meta's reference model.py).
-inline constexpr double kRmsNormEps = 1e-5;
-// LLaMA's rotary base (Su et al., RoFormer; Meta's reference model.py).
-inline constexpr double kRotaryBase = 10000.0;
-
-// x · rsqrt(mean(x², last dim) + kRmsNormEps) · weight.
-torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight);
+// x · rsqrt(mean(x², last dim) + eps) · weight (the model's norm_eps).
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 
 // Rotary position embedding on [b, heads, s, head_dim]: consecutive channel pairs rotated
-// by position × kRotaryBase^(−2i/head_dim) (Su et al.; Meta's reference model.py).
-torch::Tensor rotary(const torch::Tensor& x);
+// by position × base^(−2i/head_dim) (Su et al.; Meta's reference model.py; the model's
+// rope_theta).
+torch::Tensor rotary(const torch::Tensor& x, double base);
 
 }  // namespace hyperpipe::runtime

@@ -55,9 +55,6 @@ void check_computation(const json& config, HfArchitecture architecture, int64_t 
     if (activation != "gelu_new" && activation != "gelu_pytorch_tanh") {
       refuse("activation_function", "gelu_new (GELU, tanh approximation)");
     }
-    if (!same(number("layer_norm_epsilon", 1e-5), computation.layer_norm_eps)) {
-      refuse("layer_norm_epsilon", fmt::format("{}", computation.layer_norm_eps));
-    }
     // GPT2Config's default 0.1 for each; the runtime drops at one rate or not at all.
     for (const char* key : {"resid_pdrop", "embd_pdrop", "attn_pdrop"}) {
       const double rate = number(key, 0.1);
@@ -68,13 +65,6 @@ void check_computation(const json& config, HfArchitecture architecture, int64_t 
     return;
   }
   if (text("hidden_act", "silu") != "silu") refuse("hidden_act", "silu");
-  // LlamaConfig's and MistralConfig's default.
-  if (!same(number("rms_norm_eps", 1e-6), computation.rms_norm_eps)) {
-    refuse("rms_norm_eps", fmt::format("{}", computation.rms_norm_eps));
-  }
-  if (!same(number("rope_theta", 10000), computation.rotary_base)) {
-    refuse("rope_theta", fmt::format("{}", computation.rotary_base));
-  }
   if (config.contains("rope_scaling") && !config["rope_scaling"].is_null()) {
     refuse("rope_scaling", "null (no scaled rotary positions)");
   }
@@ -83,7 +73,12 @@ void check_computation(const json& config, HfArchitecture architecture, int64_t 
       refuse(bias, "false (no biases in LLaMA blocks)");
     }
   }
-  if (number("sliding_window", static_cast<double>(seq_len)) < static_cast<double>(seq_len)) {
+  // Qwen2 names a window it uses only with use_sliding_window (false in its releases).
+  const auto use_window = config.find("use_sliding_window");
+  const bool windowed =
+      use_window == config.end() || !use_window->is_boolean() || use_window->get<bool>();
+  if (windowed &&
+      number("sliding_window", static_cast<double>(seq_len)) < static_cast<double>(seq_len)) {
     refuse("sliding_window",
            fmt::format("null or at least max_position_embeddings ({}): full causal attention",
                        seq_len));
@@ -197,6 +192,20 @@ std::optional<std::string> hf_model_mismatch(const model::TransformerConfig& pla
   };
   for (const auto& [field, values] : fields) {
     if (values.first != values.second) {
+      return fmt::format("{}: the plan's model has {}, the checkpoint's {}", field, values.first,
+                         values.second);
+    }
+  }
+  if (planned.qkv_bias != found.qkv_bias) {
+    return fmt::format("qkv_bias: the plan's model has {}, the checkpoint's {}", planned.qkv_bias,
+                       found.qkv_bias);
+  }
+  const std::pair<const char*, std::pair<double, double>> numbers[] = {
+      {"norm_eps", {planned.norm_eps, found.norm_eps}},
+      {"rope_theta", {planned.rope_theta, found.rope_theta}},
+  };
+  for (const auto& [field, values] : numbers) {
+    if (!same(values.first, values.second)) {
       return fmt::format("{}: the plan's model has {}, the checkpoint's {}", field, values.first,
                          values.second);
     }

@@ -23,12 +23,10 @@ inline constexpr const char* kHfWeightsFile = "model.safetensors";
 inline constexpr const char* kHfWeightsIndexFile = "model.safetensors.index.json";
 
 // The constants of the computation the runtime runs: a checkpoint whose config.json asks
-// for others (another norm epsilon, rotary base, activation, sliding window, …) would not
-// compute the same logits, and is refused.
+// for others (another dropout rate; an activation, rotary scaling or sliding window the
+// runtime does not compute) would not compute the same logits, and is refused. Norm
+// epsilons and the rotary base are the model's own (model::TransformerConfig).
 struct HfComputation {
-  double layer_norm_eps = 0;
-  double rms_norm_eps = 0;
-  double rotary_base = 0;
   double dropout_rate = 0;  // where a model has dropout (GPT-2's pdrops)
 };
 

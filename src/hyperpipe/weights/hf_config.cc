@@ -32,31 +32,39 @@ nlohmann::ordered_json hf_config_json(const model::TransformerConfig& config,
             {"n_ctx", config.seq_len},
             {"vocab_size", config.vocab},
             {"activation_function", "gelu_new"},
-            {"layer_norm_epsilon", computation.layer_norm_eps},
+            {"layer_norm_epsilon", config.norm_eps},
             {"resid_pdrop", pdrop},
             {"embd_pdrop", pdrop},
             {"attn_pdrop", pdrop},
             {"tie_word_embeddings", config.tied_embeddings},
             {"torch_dtype", torch_dtype}};
   }
-  return {{"_name_or_path", config.name},
-          {"architectures", {"LlamaForCausalLM"}},
-          {"model_type", "llama"},
-          {"hidden_size", config.hidden},
-          {"intermediate_size", config.ffn_hidden},
-          {"num_hidden_layers", config.layers},
-          {"num_attention_heads", config.heads},
-          {"num_key_value_heads", config.kv_heads},
-          {"max_position_embeddings", config.seq_len},
-          {"vocab_size", config.vocab},
-          {"hidden_act", "silu"},
-          {"rms_norm_eps", computation.rms_norm_eps},
-          {"rope_theta", computation.rotary_base},
-          {"rope_scaling", nullptr},
-          {"attention_bias", false},
-          {"mlp_bias", false},
-          {"tie_word_embeddings", config.tied_embeddings},
-          {"torch_dtype", torch_dtype}};
+  // Query, key and value biases in a LLaMA-shaped block are Qwen2's architecture.
+  const bool qwen2 = config.qkv_bias;
+  nlohmann::ordered_json json = {
+      {"_name_or_path", config.name},
+      {"architectures", {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
+      {"model_type", qwen2 ? "qwen2" : "llama"},
+      {"hidden_size", config.hidden},
+      {"intermediate_size", config.ffn_hidden},
+      {"num_hidden_layers", config.layers},
+      {"num_attention_heads", config.heads},
+      {"num_key_value_heads", config.kv_heads},
+      {"max_position_embeddings", config.seq_len},
+      {"vocab_size", config.vocab},
+      {"hidden_act", "silu"},
+      {"rms_norm_eps", config.norm_eps},
+      {"rope_theta", config.rope_theta},
+      {"rope_scaling", nullptr},
+      {"tie_word_embeddings", config.tied_embeddings},
+      {"torch_dtype", torch_dtype}};
+  if (qwen2) {
+    json["use_sliding_window"] = false;
+  } else {
+    json["attention_bias"] = false;
+    json["mlp_bias"] = false;
+  }
+  return json;
 }
 
 }  // namespace hyperpipe::weights

@@ -84,6 +84,12 @@ void add_llama_layer(const model::TransformerConfig& c, int layer, std::vector<H
       {{block + "self_attn.q_proj.weight", HfTransform::kRotaryPairs, c.heads, {h, h}},
        {block + "self_attn.k_proj.weight", HfTransform::kRotaryPairs, c.kv_heads, {kv, h}},
        as_is(block + "self_attn.v_proj.weight", {kv, h})});
+  if (c.qkv_bias) {  // Qwen2's: each bias's rows follow its weight's
+    add("qkv_bias", {h + 2 * kv},
+        {{block + "self_attn.q_proj.bias", HfTransform::kRotaryPairs, c.heads, {h}},
+         {block + "self_attn.k_proj.bias", HfTransform::kRotaryPairs, c.kv_heads, {kv}},
+         as_is(block + "self_attn.v_proj.bias", {kv})});
+  }
   add("out", {h, h}, {as_is(block + "self_attn.o_proj.weight", {h, h})});
   add("mlp_norm", {h}, {as_is(block + "post_attention_layernorm.weight", {h})});
   add("up", {ffn, h}, {as_is(block + "mlp.up_proj.weight", {ffn, h})});
@@ -95,14 +101,14 @@ void add_llama_layer(const model::TransformerConfig& c, int layer, std::vector<H
 
 std::optional<HfArchitecture> hf_architecture(const std::string& model_type, std::string* why_not) {
   if (model_type == "gpt2") return HfArchitecture::kGpt2;
-  if (model_type == "llama" || model_type == "mistral") return HfArchitecture::kLlama;
+  if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2") {
+    return HfArchitecture::kLlama;
+  }
   if (why_not) {
-    if (model_type == "qwen2") {
-      *why_not = "Qwen2's query, key and value biases: HyperPipe's LLaMA blocks have none yet";
-    } else if (model_type == "opt") {
+    if (model_type == "opt") {
       *why_not = "OPT's ReLU MLP and its projected embeddings: HyperPipe's GPT blocks use GELU";
     } else {
-      *why_not = fmt::format("model_type gpt2, llama or mistral; got {}", model_type);
+      *why_not = fmt::format("model_type gpt2, llama, mistral or qwen2; got {}", model_type);
     }
   }
   return std::nullopt;
