@@ -23,6 +23,7 @@ harnesses=(
   "plan_fuzz plan examples/plans/*.json"
   "planner_fuzz - tests/fuzz/seeds/planner/*"
   "safetensors_fuzz - tests/fuzz/seeds/safetensors/*"
+  "bpe_fuzz - tests/fuzz/seeds/bpe/*"
 )
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1

@@ -5,8 +5,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/datasets/indexed_dataset.h"
+#include "hyperpipe/tokenizers/tokenized_documents.h"
 #include "test_files.h"
 
 namespace hyperpipe::tokenizers {
@@ -89,6 +92,33 @@ TEST_F(TrainedSentencePiece, AProcessThatHasNotEnabledThemIsToldWhereTheyAreRead
   const auto message = error_message<InputError>([&] { open_tokenizer(*dir_ + "/tiny.model"); });
   enable_sentencepiece_models();
   EXPECT_NE(message.find("hyperpipe tokenize"), std::string::npos) << message;
+}
+
+// JSON lines through the model into an indexed dataset, as `hyperpipe tokenize` does: each
+// line a document of the ids the library gives its text, and its end-of-sentence id.
+TEST_F(TrainedSentencePiece, TokenizesJsonLinesIntoAnIndexedDataset) {
+  const auto tokenizer = open_tokenizer(*dir_ + "/tiny.model");
+  const std::vector<std::string> texts = {"the stage of a device", "mixed cluster 12",
+                                          "gradient \"layer\""};
+  std::ofstream lines(*dir_ + "/docs.jsonl");
+  for (const auto& text : texts) lines << nlohmann::json{{"body", text}}.dump() << "\n\n";
+  lines.close();
+  datasets::IndexedDatasetWriter writer(*dir_ + "/docs", datasets::TokenDtype::kU16);
+  TokenizeOptions options;
+  options.json_key = "body";
+  options.append_end_of_document = true;
+  tokenize_documents(*dir_ + "/docs.jsonl", *tokenizer, options, [&](std::vector<int64_t>&& ids) {
+    writer.add_sequence(ids);
+    writer.end_document();
+  });
+  writer.finish();
+  const datasets::IndexedDataset data(*dir_ + "/docs");
+  ASSERT_EQ(data.documents(), 3);
+  for (int64_t d = 0; d < 3; ++d) {
+    auto expected = tokenizer->encode(texts[static_cast<size_t>(d)]);
+    expected.push_back(*tokenizer->end_of_document());
+    EXPECT_EQ(data.tokens(d), expected);
+  }
 }
 
 TEST(Tokenizers, BytesAreTheDefaultAndUnknownPathsAreRefused) {

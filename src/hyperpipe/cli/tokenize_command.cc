@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
+#include "hyperpipe/common/error.h"
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/datasets/indexed_dataset.h"
 #include "hyperpipe/tokenizers/tokenized_documents.h"
@@ -31,6 +33,14 @@ struct TokenizeArgs {
 
 void run_tokenize(const TokenizeArgs& args, std::ostream& out) {
   const auto tokenizer = tokenizers::open_tokenizer(args.tokenizer);
+  // PREFIX's folder is made where it is missing.
+  const auto folder = std::filesystem::path(args.output_prefix).parent_path();
+  std::error_code error;
+  if (!folder.empty()) std::filesystem::create_directories(folder, error);
+  if (error) {
+    throw InputError("--output-prefix", args.output_prefix,
+                     "a prefix in a folder that can be made and written: " + error.message());
+  }
   const auto dtype = tokenizer->vocab_size() < kUint16VocabularyLimit ? datasets::TokenDtype::kU16
                                                                       : datasets::TokenDtype::kI32;
   datasets::IndexedDatasetWriter writer(args.output_prefix, dtype);
