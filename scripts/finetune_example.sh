@@ -7,13 +7,17 @@
 #   FLAVOUR=gpt2|llama  the model's architecture (default gpt2)
 #   STEPS=N             fine-tuning steps (default 40)
 #   OUT=DIR             where everything goes (default build/finetune)
-#   HYPERPIPE=PATH      the hyperpipe to run (default build/hyperpipe)
+#   HYPERPIPE=PATH      the hyperpipe to run (default: build/hyperpipe, built first)
 #   MICRO_BATCHES=LIST  the micro-batch sizes to profile (default 1,2,4,8)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${FLAVOUR:-gpt2}
 steps=${STEPS:-40}
 out=${OUT:-build/finetune}
+if [ -z "${HYPERPIPE:-}" ]; then
+  # Only the executables the walkthrough runs, as scripts/demo.sh builds them.
+  bash scripts/build.sh hyperpipe hyperpipe-worker
+fi
 hyperpipe=${HYPERPIPE:-./build/hyperpipe}
 model="$out/tiny-$flavour"
 tuned="$out/tiny-$flavour-tuned"
