@@ -187,6 +187,17 @@ std::optional<int64_t> CheckpointWriter::complete() {
 
 namespace {
 
+// Opens a checkpoint file into `archive`; InputError naming it when it is not a libtorch
+// archive.
+void load_archive(torch::serialize::InputArchive& archive, const std::string& path) {
+  try {
+    archive.load_from(path);
+  } catch (const c10::Error&) {
+    throw InputError(path, "",
+                     "a checkpoint file written by hyperpipe (a torch archive); it is not one");
+  }
+}
+
 // libtorch's archives (torch::serialize::OutputArchive::save_to) are zip files: they start
 // with a zip local file header.
 bool is_torch_archive(const std::string& path) {
@@ -289,12 +300,7 @@ CheckpointInfo find_checkpoint(const std::string& path) {
 
 std::map<std::string, torch::Tensor> read_checkpoint_parameters(const std::string& path) {
   torch::serialize::InputArchive archive;
-  try {
-    archive.load_from(path);
-  } catch (const c10::Error&) {
-    throw InputError(path, "",
-                     "a checkpoint file written by hyperpipe (a torch archive); it is not one");
-  }
+  load_archive(archive, path);
   std::map<std::string, torch::Tensor> parameters;
   for (const auto& key : archive.keys()) {
     if (key.find('/') != std::string::npos) continue;  // optimizer state
@@ -331,13 +337,7 @@ void load_checkpoint(const CheckpointInfo& checkpoint, Executor& executor,
       const std::string path =
           (fs::path(checkpoint.path) / checked_file_name(file, manifest_path)).string();
       torch::serialize::InputArchive archive;
-      try {
-        archive.load_from(path);
-      } catch (const c10::Error&) {
-        throw InputError(path, "",
-                         "a checkpoint file written by hyperpipe (a torch archive); it is not "
-                         "one");
-      }
+      load_archive(archive, path);
       for (const auto& key : archive.keys()) {
         if (key.find('/') != std::string::npos) continue;  // optimizer state, read below
         const int layer = parameter_layer(key);
