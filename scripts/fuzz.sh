@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer harness of build-asan/tests/fuzz for SECONDS each (default 30; CI
-# runs 30, a longer hunt is `bash scripts/fuzz.sh 3600`), seeded from examples/,
+# runs 20, a longer hunt is `bash scripts/fuzz.sh 3600`), as many at once as there are
+# cores (FUZZ_JOBS), seeded from examples/,
 # tests/data/ and tests/fuzz/seeds/, with a dictionary of each format's field names. The
 # corpus grows in build-asan/fuzz-corpus/ across runs. A crash leaves its input in
 # build-asan/fuzz-findings/ and fails the script; copy it to tests/data/fuzz/<harness>/
@@ -29,25 +30,44 @@ harnesses=(
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 mkdir -p build-asan/fuzz-findings
-failed=0
-for entry in "${harnesses[@]}"; do
-  read -r name dict seeds <<<"$entry"
-  corpus="build-asan/fuzz-corpus/$name"
+
+# fuzz_one ENTRY: one harness for the time given; its verdict in build-asan/fuzz-findings/
+# <name>.status.
+fuzz_one() {
+  local name dict seeds
+  read -r name dict seeds <<<"$1"
+  local corpus="build-asan/fuzz-corpus/$name"
   mkdir -p "$corpus"
   # shellcheck disable=SC2086  # the seed globs expand here
   cp -n $seeds "$corpus"/ 2>/dev/null || true
-  flags=(-max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -max_len=8192
-         -print_final_stats=0 -artifact_prefix="build-asan/fuzz-findings/$name-")
+  local flags=(-max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -max_len=8192
+               -print_final_stats=0 -artifact_prefix="build-asan/fuzz-findings/$name-")
   if [ "$dict" != "-" ]; then flags+=(-dict="tests/fuzz/dict/$dict.dict"); fi
-  log="build-asan/fuzz-findings/$name.log"
+  local log="build-asan/fuzz-findings/$name.log"
   if "$bin/$name" "${flags[@]}" "$corpus" >"$log" 2>&1; then
+    local runs
     runs=$(grep -o 'Done [0-9]* runs' "$log" | grep -o '[0-9]*')
     echo "fuzz: $name: ${runs:-0} inputs in ${seconds} s, no finding"
+    echo ok >"build-asan/fuzz-findings/$name.status"
   else
     echo "fuzz: $name FOUND A DEFECT; its input is in build-asan/fuzz-findings/ and the" \
          "report is the end of $log:" >&2
     tail -40 "$log" >&2
-    failed=1
+    echo failed >"build-asan/fuzz-findings/$name.status"
   fi
+}
+
+# As many harnesses at once as there are cores (FUZZ_JOBS): each still gets its seconds.
+jobs_at_once="${FUZZ_JOBS:-$(nproc)}"
+rm -f build-asan/fuzz-findings/*.status
+for entry in "${harnesses[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_at_once" ]; do wait -n || true; done
+  fuzz_one "$entry" &
+done
+wait
+failed=0
+for entry in "${harnesses[@]}"; do
+  read -r name _ <<<"$entry"
+  [ "$(cat "build-asan/fuzz-findings/$name.status" 2>/dev/null)" = ok ] || failed=1
 done
 exit "$failed"

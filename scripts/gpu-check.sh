@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CUDA path, checked on the first GPU machine that comes (one script, under 10 minutes):
-# configures against the Python installation's libtorch (CUDA, NCCL) and the libraries
-# scripts/pack-gpu-deps.sh packed into .gpu-deps/, builds, runs the runtime's unit tests on
+# configures against the torch of that machine's python3 (HYPERPIPE_PYTHON: a CUDA build,
+# with NCCL) and the libraries scripts/pack-gpu-deps.sh packed into .gpu-deps/, builds,
+# prints `hyperpipe --version` there, runs the runtime's unit tests on
 # that libtorch, profiles the block of a GPT-3 1.3B-shaped model on the GPU, trains the
 # shipped tiny-gpt on one GPU in bf16 with each recomputation mode (printing predicted
 # against measured time and memory), and, with two GPUs or more, the multi-process
@@ -31,11 +32,10 @@ if [[ ! -f .gpu-deps/env.sh ]]; then
   exit 2
 fi
 source .gpu-deps/env.sh
-TORCH_CMAKE=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 # No kernels of ours: the arch list only settles libtorch's own CUDA detection (H200: 9.0).
 export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHYPERPIPE_BUILD_BENCH=OFF \
-  -DCMAKE_PREFIX_PATH="$TORCH_CMAKE;$CMAKE_PREFIX_PATH" \
+  -DHYPERPIPE_PYTHON="$(command -v python3)" -DCMAKE_PREFIX_PATH="$CMAKE_PREFIX_PATH" \
   > "$WORK/configure.log" || { tail -40 "$WORK/configure.log"; exit 1; }
 grep -q "HYPERPIPE_WITH_CUDA" "$BUILD/build.ninja" || {
   echo "gpu-check: this libtorch has no CUDA (torch_cuda not found)" >&2
@@ -46,6 +46,7 @@ step "build"
 ninja -C "$BUILD" hyperpipe hyperpipe-worker runtime_test integration_test > "$WORK/build.log" ||
   { grep -E "error|Error" -A3 "$WORK/build.log" | head -60; exit 1; }
 HP="$BUILD/hyperpipe"
+"$HP" --version
 
 step "runtime unit tests on this libtorch (CPU kernels, autograd, recomputation, precision)"
 "$BUILD/tests/runtime_test" --gtest_brief=1

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Installs every Debian package HyperPipe needs to build, test and (later) train.
-# Idempotent: when all packages are present it installs nothing and touches no
-# package index. Run as root (or with sudo available).
+# Installs every Debian package HyperPipe needs to build, test and train, then libtorch:
+# PyPI's torch wheel at the version scripts/requirements-torch.txt pins, in HyperPipe's own
+# virtual environment (scripts/torch_env.sh). Idempotent: when everything is present it
+# installs nothing and touches no package index. Run as root (or with sudo available).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
-# Build tools, then libraries. The runtime part (libtorch, gloo) is installed now so
-# that later parts build on a machine set up once. libopenblas0-openmp sits beside
-# libtorch because without it CPU training runs an order of magnitude slower. clang and its
+# Build tools, then libraries. python3-venv makes the environment libtorch comes in (PyPI's
+# wheel carries its own BLAS, OpenMP, Gloo and NCCL); the CUDA toolkit it builds against
+# (nvcc, headers) is /usr/local/cuda's (see below). clang and its
 # runtime (libFuzzer, sanitizers) build the fuzz harnesses and the sanitizer tests.
 # iproute2 (ip, tc) builds the network lab (scripts/netlab.sh), whose runs also start
 # through Open MPI's mpirun (openmpi-bin). pybind11 and Python's headers build the Python
@@ -16,12 +18,11 @@ set -euo pipefail
 # GPT-2's pre-tokenizer pattern, which needs Unicode classes std::regex lacks.
 # One group per line: what it is for, then its packages.
 PACKAGE_GROUPS=(
-  "build tools:build-essential cmake ninja-build ccache clang-format git python3 pkgconf"
+  "build tools:build-essential cmake ninja-build ccache clang-format git python3 python3-venv pkgconf"
   "fuzzing and sanitizers:clang libclang-rt-14-dev clang-tidy"
   "libraries:nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev"
   "tokenizers:libsentencepiece-dev libpcre2-dev"
   "tests and benchmarks:libgtest-dev libgmock-dev libbenchmark-dev"
-  "training runtime:libtorch-dev libopenblas0-openmp libgloo-dev"
   "network lab:iproute2 openmpi-bin"
   "Python module:pybind11-dev python3-dev"
   "chart rendering tests:librsvg2-bin libpng-dev fonts-dejavu-core"
@@ -46,20 +47,60 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all $total packages present"
-  exit 0
+else
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+  # apt's and dpkg's hundreds of lines go to a log, shown only when something fails.
+  log=$(mktemp /tmp/hyperpipe-install-XXXXXX.log)
+  echo "install-deps: installing ${#missing[@]} packages from Debian's archive (log: $log)"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! { $SUDO apt-get update -qq && \
+         $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    tail -30 "$log" >&2
+    echo "install-deps: apt-get failed; the whole log is $log" >&2
+    exit 1
+  fi
+  echo "install-deps: Debian packages done"
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+# The CUDA toolkit libtorch's CMake files ask for (nvcc and headers; nothing of ours is CUDA
+# code, but the wheel's libtorch is a CUDA build): the machine's own, 12.6 or newer.
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "install-deps: note: nvcc is not on PATH; the build finds /usr/local/cuda/bin/nvcc"
+elif ! command -v nvcc >/dev/null 2>&1; then
+  echo "install-deps: no CUDA toolkit (nvcc) here: libtorch's CMake files need one (12.6 or" \
+       "newer, e.g. NVIDIA's cuda-toolkit package under /usr/local/cuda); without it the" \
+       "build leaves out the runtime (train, launch, profile)" >&2
+fi
 
-# apt's and dpkg's hundreds of lines go to a log, shown only when something fails.
-log=$(mktemp /tmp/hyperpipe-install-XXXXXX.log)
-echo "install-deps: installing ${#missing[@]} packages from Debian's archive (log: $log)"
-export DEBIAN_FRONTEND=noninteractive
-if ! { $SUDO apt-get update -qq && \
-       $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+# libtorch: PyPI's torch in HyperPipe's environment, unless HYPERPIPE_PYTHON names a Python
+# that has its own. The pip output goes to a log, shown only when something fails.
+source scripts/torch_env.sh
+pinned=$(pinned_torch_version)
+if [ -n "${HYPERPIPE_PYTHON:-}" ]; then
+  have=$(installed_torch_version "$HYPERPIPE_PYTHON")
+  if [ -z "$have" ]; then
+    echo "install-deps: HYPERPIPE_PYTHON=$HYPERPIPE_PYTHON has no torch; unset it to install" \
+         "torch $pinned into $HYPERPIPE_VENV" >&2
+    exit 1
+  fi
+  echo "install-deps: torch $have from HYPERPIPE_PYTHON=$HYPERPIPE_PYTHON (pinned: $pinned)"
+  exit 0
+fi
+have=$(installed_torch_version "$HYPERPIPE_VENV/bin/python")
+if [ "$have" = "$pinned" ]; then
+  echo "install-deps: torch $pinned present in $HYPERPIPE_VENV"
+  exit 0
+fi
+log=$(mktemp /tmp/hyperpipe-torch-XXXXXX.log)
+echo "install-deps: installing torch $pinned from PyPI into $HYPERPIPE_VENV" \
+     "(about 3 GB with its CUDA libraries; log: $log)"
+if ! { python3 -m venv "$HYPERPIPE_VENV" &&
+       "$HYPERPIPE_VENV/bin/pip" install --disable-pip-version-check \
+         -r "$HYPERPIPE_TORCH_REQUIREMENTS"; } >"$log" 2>&1; then
   tail -30 "$log" >&2
-  echo "install-deps: apt-get failed; the whole log is $log" >&2
+  echo "install-deps: installing torch failed; the whole log is $log" >&2
   exit 1
 fi
 echo "install-deps: done"

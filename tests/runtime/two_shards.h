@@ -1,4 +1,5 @@
-// Two tensor-parallel ranks as two threads of one test, joined over real Gloo.
+// Two ranks (tensor-parallel shards, or plain members) as two threads of one test, joined
+// over real Gloo.
 #pragma once
 
 #include <torch/torch.h>
@@ -18,9 +19,9 @@ namespace hyperpipe::runtime::testing {
 
 inline constexpr int kShards = 2;
 
-// Runs `work(shard)` on two tensor-parallel ranks, threads joined over real Gloo, and
+// Runs `work(communicator, rank)` on two ranks, threads joined over real Gloo, and
 // rethrows what either threw.
-inline void on_two_shards(const std::function<void(const TensorShard&)>& work) {
+inline void on_two_ranks(const std::function<void(Communicator&, int)>& work) {
   const int port = launch::free_port();
   std::exception_ptr failures[kShards];
   const auto run_rank = [&](int rank) {
@@ -32,13 +33,7 @@ inline void on_two_shards(const std::function<void(const TensorShard&)>& work) {
       rendezvous.port = port;
       rendezvous.launcher = "none";
       const auto communicator = connect(rendezvous, torch::kCPU, std::chrono::seconds(60));
-      const TensorShard shard{kShards, rank,
-                              std::make_shared<const ShardAllReduce>([&](torch::Tensor& tensor) {
-                                std::vector<torch::Tensor> sum{tensor};
-                                communicator->all_reduce_sum(sum, {0, 1});
-                              }),
-                              nullptr};
-      work(shard);
+      work(*communicator, rank);
       communicator->barrier();
     } catch (...) {
       failures[rank] = std::current_exception();
@@ -50,6 +45,19 @@ inline void on_two_shards(const std::function<void(const TensorShard&)>& work) {
   for (const auto& failure : failures) {
     if (failure) std::rethrow_exception(failure);
   }
+}
+
+// Runs `work(shard)` on two tensor-parallel ranks (on_two_ranks).
+inline void on_two_shards(const std::function<void(const TensorShard&)>& work) {
+  on_two_ranks([&](Communicator& communicator, int rank) {
+    const TensorShard shard{kShards, rank,
+                            std::make_shared<const ShardAllReduce>([&](torch::Tensor& tensor) {
+                              std::vector<torch::Tensor> sum{tensor};
+                              communicator.all_reduce_sum(sum, {0, 1});
+                            }),
+                            nullptr};
+    work(shard);
+  });
 }
 
 }  // namespace hyperpipe::runtime::testing

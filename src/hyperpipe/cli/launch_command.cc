@@ -82,9 +82,9 @@ void check_shared_run(const LaunchArgs& args, bool adapts) {
   }
 }
 
-// A run in 16 bits needs kernels this machine's libtorch may lack (fp16 on CPU, in
-// 1.13): one worker checks every input and the kernels first (`train --check`), so the
-// refusal comes once, with exit 2, before any process of the run starts.
+// A run in 16 bits needs kernels this machine's libtorch may lack: one worker checks
+// every input and the kernels first (`train --check`), so the refusal comes once, with
+// exit 2, before any process of the run starts.
 void check_before_launch(const LaunchArgs& args, const std::vector<std::string>& extras,
                          std::ostream& err) {
   const auto dtype = option_value(extras, "--dtype");

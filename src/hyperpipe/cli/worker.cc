@@ -26,9 +26,11 @@ std::string require_worker(const std::string& command) {
   if (auto path = worker_path()) return *path;
   throw InputError(
       command, "",
-      fmt::format("{} beside hyperpipe: this build plans only (it was built without "
-                  "libtorch); install libtorch-dev and rebuild for train, launch and profile",
-                  kWorkerName));
+      fmt::format(
+          "{} beside hyperpipe: this build plans only (it was built without "
+          "libtorch); run scripts/install-deps.sh (PyPI's torch) and rebuild for train, launch "
+          "and profile",
+          kWorkerName));
 }
 
 void exec_worker(const std::string& command, int argc, const char* const* argv) {

@@ -15,13 +15,19 @@ int main(int argc, char** argv) {
                       cli::add_export_checkpoint_command};
   program.version = [] {
     const auto info = hyperpipe::runtime::runtime_info();
+    if (!info.built_with_cuda) {
+      return fmt::format(
+          "hyperpipe {}\nruntime: libtorch {}\nCUDA: no (a CPU build of libtorch)"
+          "\nNCCL: no (Gloo only)",
+          cli::hyperpipe_version(), info.libtorch_version);
+    }
     return fmt::format(
-        "hyperpipe {}\nruntime: libtorch {}\nCUDA: {}\nNCCL: {}", cli::hyperpipe_version(),
-        info.libtorch_version,
-        !info.built_with_cuda   ? "no (a CPU build of libtorch)"
-        : info.cuda_devices > 0 ? fmt::format("yes, {} device(s) visible", info.cuda_devices)
-                                : "built in, but no device visible",
-        info.built_with_cuda ? "yes (the communicator's CUDA path)" : "no (Gloo only)");
+        "hyperpipe {}\nruntime: libtorch {}\nCUDA: compiled in (runtime {}); {}\nNCCL: compiled "
+        "in ({})",
+        cli::hyperpipe_version(), info.libtorch_version, info.cuda_runtime,
+        info.cuda_devices > 0 ? fmt::format("{} GPU(s) visible", info.cuda_devices)
+                              : std::string("no GPU visible here"),
+        info.nccl_version);
   };
   return cli::run(argc, argv, std::cout, std::cerr, program);
 }

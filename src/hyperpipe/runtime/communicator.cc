@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <type_traits>
 
 #ifdef HYPERPIPE_WITH_CUDA
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -16,7 +16,7 @@
 
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/common/text_excerpt.h"
-#include "hyperpipe/runtime/torch_compat.h"
+#include "hyperpipe/runtime/store_listener.h"
 
 namespace hyperpipe::runtime {
 namespace {
@@ -43,13 +43,10 @@ constexpr size_t kMaxReportChars = 500;
 
 }  // namespace
 
-bool sums_bf16_on(const torch::Device& device) {
-  return !device.is_cpu() || compat::kGlooSumsBf16;
-}
-
 namespace {
 
-using Group = compat::ProcessGroupBase;
+// Gloo's and NCCL's process groups, under the ProcessGroup facade's backend base.
+using Group = c10d::Backend;
 
 std::string join(const std::vector<int>& ranks) {
   return fmt::format("{}", fmt::join(ranks, ","));
@@ -102,10 +99,14 @@ class C10dCommunicator final : public Communicator {
     options.port = static_cast<uint16_t>(rendezvous.port);
     options.isServer = rank_ == 0;
     options.waitWorkers = false;  // join() waits, and names who is missing
-    options.timeout = wait_limit();
+    // The store's client retries a connection refused or reset until this timeout (rank 0
+    // may not listen yet): joining gets the join's limit, not a transfer's 30 minutes.
+    options.timeout = join_limit();
     try {
+      if (rank_ == 0) listen_only_on_master_address(options);
       store_ = job_store(c10::make_intrusive<c10d::TCPStore>(rendezvous.address, options));
       wait_for_everyone();
+      store_->setTimeout(wait_limit());
       world_group_ =
           make_group(c10::make_intrusive<c10d::PrefixStore>("world", store_), rank_, world_);
     } catch (const c10::Error& error) {
@@ -115,6 +116,20 @@ class C10dCommunicator final : public Communicator {
       // by peer") when its host, rank 0, goes while this rank joins.
       if (dynamic_cast<const CommunicationError*>(&error)) throw;
       throw CommunicationError(joining_failed(error.what()));
+    }
+  }
+
+  // Rank 0's store takes a socket bound to MASTER_ADDR's address alone (store_listener.h).
+  void listen_only_on_master_address(c10d::TCPStoreOptions& options) const {
+    const auto listener = listen_for_store(address_, port_);
+    if (listener.fd) {
+      options.masterListenFd = *listener.fd;
+      log().debug("rank 0: the rendezvous store listens on {} only", listener.where);
+    } else {
+      log().warn(
+          "rank 0: the rendezvous store listens on every interface: {}; keep port {} "
+          "behind a firewall",
+          listener.where, port_);
     }
   }
 
@@ -128,7 +143,7 @@ class C10dCommunicator final : public Communicator {
   // Announces this rank and waits up to the timeout for every other; names those missing.
   void wait_for_everyone() {
     store_->set(fmt::format("joined/{}", rank_), std::vector<uint8_t>{1});
-    const auto limit = std::max<std::chrono::milliseconds>(timeout_, kSlowestStart);
+    const auto limit = join_limit();
     const auto deadline = std::chrono::steady_clock::now() + limit;
     std::vector<int> missing;
     do {
@@ -146,17 +161,17 @@ class C10dCommunicator final : public Communicator {
         std::chrono::duration<double>(limit).count()));
   }
 
+  // How long every rank gets to join the run.
+  std::chrono::milliseconds join_limit() const {
+    return std::max<std::chrono::milliseconds>(timeout_, kSlowestStart);
+  }
+
   // What one wait may take: the timeout, or kLongestWait while the peers' hearts beat.
   std::chrono::milliseconds wait_limit() const {
     return std::max<std::chrono::milliseconds>(timeout_, kLongestWait);
   }
 
   ~C10dCommunicator() override { stop_watchdog(); }
-
-  // Whether this backend sums `tensor` as it is (anything but bf16 on an old Gloo).
-  bool sums_bf16(const torch::Tensor& tensor) const {
-    return tensor.scalar_type() != torch::kBFloat16 || sums_bf16_on(device_);
-  }
 
   // Every key of the run under the job's token (rendezvous.h, kJobTokenVariable).
   c10::intrusive_ptr<c10d::Store> job_store(c10::intrusive_ptr<c10d::Store> store) const {
@@ -186,18 +201,11 @@ class C10dCommunicator final : public Communicator {
     if (ranks.size() <= 1) return;
     const auto description =
         fmt::format("rank {}: summing over ranks {} (did one of them die?)", rank_, join(ranks));
-    // A bf16 sum this Gloo cannot do runs in fp32 (a sum no less exact), rounded back.
-    std::vector<torch::Tensor> summed;
-    for (const auto& t : tensors) summed.push_back(sums_bf16(t) ? t : t.to(torch::kFloat));
-    auto pending = start(description, {}, [&] {
+    start(description, {}, [&] {
       c10d::AllreduceOptions options;
       options.reduceOp = c10d::ReduceOp::SUM;
-      return group(ranks)->allreduce(summed, options);
-    });
-    pending->wait();
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      if (!summed[i].is_same(tensors[i])) tensors[i].copy_(summed[i]);
-    }
+      return group(ranks)->allreduce(tensors, options);
+    })->wait();
   }
 
   std::unique_ptr<Pending> start_all_reduce_sum(torch::Tensor buffer,
@@ -205,9 +213,6 @@ class C10dCommunicator final : public Communicator {
     if (ranks.size() <= 1) {
       return std::make_unique<C10dPending>(c10::intrusive_ptr<c10d::Work>(), buffer, wait_limit(),
                                            std::string());
-    }
-    if (!sums_bf16(buffer)) {
-      throw std::logic_error("a bf16 buffer for a Gloo that sums none (sums_bf16_on)");
     }
     const auto description =
         fmt::format("rank {}: summing over ranks {} (did one of them die?)", rank_, join(ranks));
@@ -227,14 +232,31 @@ class C10dCommunicator final : public Communicator {
     }
     const auto description =
         fmt::format("rank {}: gathering from ranks {} (did one of them die?)", rank_, join(ranks));
-    // bf16 travels as its bits where Gloo knows no bf16: a gather moves, never adds.
-    const auto bits = [&](const torch::Tensor& t) {
-      return sums_bf16(t) ? t : t.view(torch::kHalf);  // same width, bits untouched
-    };
-    std::vector<std::vector<torch::Tensor>> outputs{{}};
-    for (const auto& part : parts) outputs[0].push_back(bits(part));
-    std::vector<torch::Tensor> inputs{bits(mine)};
+    std::vector<std::vector<torch::Tensor>> outputs{parts};
+    std::vector<torch::Tensor> inputs{mine};
     start(description, {}, [&] { return group(ranks)->allgather(outputs, inputs); })->wait();
+  }
+
+  torch::Tensor reduce_scatter_sum(const torch::Tensor& whole, int64_t dim,
+                                   const std::vector<int>& ranks) override {
+    const auto n = static_cast<int64_t>(ranks.size());
+    if (n <= 1) return whole.clone();
+    if (whole.size(dim) % n != 0) {
+      throw std::logic_error(
+          fmt::format("reduce-scatter of {} rows over {} ranks", whole.size(dim), n));
+    }
+    const auto description = fmt::format(
+        "rank {}: reduce-scattering over ranks {} (did one of them die?)", rank_, join(ranks));
+    std::vector<std::vector<torch::Tensor>> inputs{{}};
+    for (const auto& piece : whole.chunk(n, dim)) inputs[0].push_back(piece.contiguous());
+    const auto position = std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin();
+    std::vector<torch::Tensor> mine{torch::empty_like(inputs[0].at(position))};
+    start(description, {}, [&] {
+      c10d::ReduceScatterOptions options;
+      options.reduceOp = c10d::ReduceOp::SUM;
+      return group(ranks)->reduce_scatter(mine, inputs, options);
+    })->wait();
+    return mine[0];
   }
 
   void barrier() override {

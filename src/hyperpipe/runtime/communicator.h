@@ -25,11 +25,6 @@ class Pending {
   virtual void wait() = 0;
 };
 
-// Whether the backend on `device` sums bf16 tensors: NCCL does, Gloo only from libtorch 2
-// (1.13's fails them). all_reduce_sum sums them anyway (in fp32, rounded back);
-// start_all_reduce_sum, which moves a gradient bucket in its own type, takes them only here.
-bool sums_bf16_on(const torch::Device& device);
-
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -53,6 +48,11 @@ class Communicator {
   // of the same shape); collective like all_reduce_sum.
   virtual void all_gather(const torch::Tensor& mine, std::vector<torch::Tensor>& parts,
                           const std::vector<int>& ranks) = 0;
+  // This member's part of the sum over `ranks` of every member's `whole`: `whole` is cut
+  // into ranks.size() equal parts along `dim`, part i summed onto ranks[i] (a ring moves
+  // half an all-reduce's bytes); collective like all_reduce_sum.
+  virtual torch::Tensor reduce_scatter_sum(const torch::Tensor& whole, int64_t dim,
+                                           const std::vector<int>& ranks) = 0;
   virtual void barrier() = 0;
   // Small messages through the rendezvous store (timelines, checksums); get waits for
   // the key up to the timeout.

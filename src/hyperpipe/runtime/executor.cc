@@ -87,12 +87,15 @@ Executor::Executor(const model::Model& model, const plan::Plan& plan, const Rank
       communicator_.all_reduce_sum(sum, ranks);
     });
     if (plan.sequence_parallel) {
-      SequenceShards sequence{role_.tp, role_.tp_index, *shard.all_reduce, {}};
+      SequenceShards sequence{role_.tp, role_.tp_index, {}, {}};
       sequence.all_gather = [this, ranks](const torch::Tensor& part) {
         std::vector<torch::Tensor> parts;
         for (int r = 0; r < role_.tp; ++r) parts.push_back(torch::empty_like(part));
         communicator_.all_gather(part, parts, ranks);
         return torch::cat(parts, 1);
+      };
+      sequence.reduce_scatter = [this, ranks](const torch::Tensor& whole) {
+        return communicator_.reduce_scatter_sum(whole, 1, ranks);
       };
       shard.sequence = std::make_shared<const SequenceShards>(std::move(sequence));
     }

@@ -65,8 +65,8 @@ class MasterWeights {
 };
 
 // Fails with InputError, naming `field`, where libtorch on `device` lacks a kernel a
-// run in `type` needs (libtorch 1.13 on CPU computes no fp16 matrix product, for one):
-// a small forward and backward of each kind of op the layers use, run once.
+// run in `type` needs (a device or build without some 16-bit op): a small forward and
+// backward of each kind of op the layers use, run once.
 void require_kernels_for(torch::ScalarType type, const torch::Device& device,
                          const std::string& field);
 

@@ -1,7 +1,5 @@
 #include "hyperpipe/runtime/optimizer.h"
 
-#include <sstream>
-
 namespace hyperpipe::runtime {
 
 std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Tensor>& parameters,
@@ -31,10 +29,8 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Ten
                                                torch::optim::AdamWOptions(options.learning_rate));
 }
 
-std::string adam_state_key(const torch::Tensor& tensor) {
-  std::ostringstream key;
-  key << tensor.unsafeGetTensorImpl();
-  return key.str();
+void* adam_state_key(const torch::Tensor& tensor) {
+  return tensor.unsafeGetTensorImpl();
 }
 
 double clip_factor(double global_norm, double clip_norm) {

@@ -24,8 +24,8 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Ten
                                                     const OptimizerOptions& options);
 
 // The optimizer's key for a tensor it steps: libtorch keys AdamW state by the address of
-// the tensor's impl, printed by an ostream (c10::guts::to_string in libtorch's optimizers).
-std::string adam_state_key(const torch::Tensor& tensor);
+// the tensor's impl (Optimizer::state()).
+void* adam_state_key(const torch::Tensor& tensor);
 
 // The factor clip_grad_norm_ scales gradients by for this global norm (1 when within).
 double clip_factor(double global_norm, double clip_norm);

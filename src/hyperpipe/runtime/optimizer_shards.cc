@@ -11,12 +11,6 @@ int64_t part_length(int64_t size, int ranks) {
   return (size + ranks - 1) / ranks;
 }
 
-// Gloo (libtorch 1.13) gathers no bf16; a gather only copies bytes, so bf16 travels as
-// fp16's bit patterns (the same element size) and is read back unchanged.
-torch::Tensor as_gatherable(const torch::Tensor& tensor) {
-  return tensor.scalar_type() == torch::kBFloat16 ? tensor.view(torch::kHalf) : tensor;
-}
-
 }  // namespace
 
 FlatRange owned_part(int64_t size, int ranks, int index) {
@@ -110,10 +104,10 @@ torch::Tensor OptimizerShards::gather_chunk(int c,
     mine.narrow(0, 0, values.numel()).copy_(values);
   }
   std::vector<torch::Tensor> parts;
-  for (int r = 0; r < dp_; ++r) parts.push_back(as_gatherable(torch::empty_like(mine)));
-  gather(as_gatherable(mine), parts);
+  for (int r = 0; r < dp_; ++r) parts.push_back(torch::empty_like(mine));
+  gather(mine, parts);
   // Only the last non-empty part is short, so the first n elements are the chunk's.
-  return torch::cat(parts).view(type).narrow(0, 0, chunk_sizes_[c]);
+  return torch::cat(parts).narrow(0, 0, chunk_sizes_[c]);
 }
 
 void OptimizerShards::gather_weights(const GatherParts& gather) {

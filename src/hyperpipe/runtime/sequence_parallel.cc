@@ -20,10 +20,7 @@ const SequenceShards& at_address(const c10::IValue& address) {
 }
 
 torch::Tensor summed_part(const torch::Tensor& partial, const SequenceShards& shards) {
-  // Gloo (1.13) has no reduce-scatter: the sum over the shards, then this shard's part.
-  auto sum = partial.contiguous().clone();
-  shards.all_reduce(sum);
-  return shards.part_of(sum).contiguous();
+  return shards.reduce_scatter(partial.contiguous());
 }
 
 struct ScatterToSequence : torch::autograd::Function<ScatterToSequence> {

@@ -24,10 +24,11 @@ namespace hyperpipe::runtime {
 struct SequenceShards {
   int size = 1;
   int rank = 0;
-  ShardAllReduce all_reduce;
   // Every shard's part [b, s/size, …] → the whole [b, s, …], in the same order on every
   // shard.
   std::function<torch::Tensor(const torch::Tensor&)> all_gather;
+  // Every shard's whole [b, s, …] summed → this shard's part of the sum [b, s/size, …].
+  std::function<torch::Tensor(const torch::Tensor&)> reduce_scatter;
 
   // This shard's part of a whole [b, s, …] (a view).
   torch::Tensor part_of(const torch::Tensor& whole) const;

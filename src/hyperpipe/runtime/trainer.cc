@@ -436,19 +436,10 @@ torch::ScalarType weight_type(const std::string& dtype) {
   return dtype == "fp64" ? torch::kDouble : scalar_type_of(costed_dtype(dtype));
 }
 
-// What this machine's libtorch must compute and move for the run: its dtype's kernels,
-// and a bf16 gradient bucket where the plan all-reduces in bf16.
-void require_device_support(const CheckedInputs& inputs, const torch::Device& device,
-                            const std::string& plan_path) {
-  const auto type = weight_type(inputs.dtype);
-  require_kernels_for(type, device, "--dtype");
-  if (needs_master_weights(type) &&
-      inputs.checked.plan.gradient_reduce_dtype == model::DType::bf16 && !sums_bf16_on(device)) {
-    throw InputError(plan_path, "gradient_reduce_dtype",
-                     fmt::format("fp32 or fp16 on {}, not bf16: the Gloo of libtorch {} sums no "
-                                 "bf16 (NCCL and the Gloo of libtorch 2 do)",
-                                 device.str(), TORCH_VERSION));
-  }
+// What this machine's libtorch must compute for the run: its dtype's kernels. (Gloo and
+// NCCL both sum bf16, so a bf16 gradient all-reduce needs nothing more.)
+void require_device_support(const CheckedInputs& inputs, const torch::Device& device) {
+  require_kernels_for(weight_type(inputs.dtype), device, "--dtype");
 }
 
 // The inputs, and the launcher's word on where this process stands among the others.
@@ -458,7 +449,7 @@ struct CheckedRun : CheckedInputs {
   explicit CheckedRun(const TrainOptions& options)
       : CheckedInputs(options), rendezvous(rendezvous_from()) {
     const torch::Device device = device_for(options.device, rendezvous.local_rank);
-    require_device_support(*this, device, options.plan_path);
+    require_device_support(*this, device);
     if (rendezvous.world_size != layout.world_size()) {
       throw InputError(
           options.plan_path, "stages",
@@ -533,7 +524,7 @@ model::DType costed_dtype(const std::string& run_dtype) {
 
 void check_run(const TrainOptions& options) {
   const CheckedInputs inputs(options);
-  require_device_support(inputs, device_for(options.device, 0), options.plan_path);
+  require_device_support(inputs, device_for(options.device, 0));
 }
 
 TrainRecord train(const TrainOptions& options, TrainObserver& observer) {
