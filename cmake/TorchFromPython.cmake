@@ -73,6 +73,18 @@ if(NOT Torch_FOUND)
                   "${HYPERPIPE_MIN_TORCH_VERSION} needed): building without the runtime")
   return()
 endif()
+# libtorch's ProcessGroupGloo.hpp includes Gloo's headers, which the wheel leaves out. The
+# runtime touches Gloo only through pointers (devices, contexts), whose layout no Gloo
+# version changes, so another release's declarations do: Debian's libgloo-dev (its library
+# is not linked; libtorch carries its own Gloo).
+find_path(HYPERPIPE_GLOO_INCLUDE gloo/algorithm.h)
+if(NOT HYPERPIPE_GLOO_INCLUDE)
+  message(WARNING "libtorch found, but not Gloo's headers (gloo/algorithm.h), which its "
+                  "ProcessGroupGloo.hpp includes and PyPI's wheel does not ship: install "
+                  "libgloo-dev (scripts/install-deps.sh). Building without the runtime.")
+  set(Torch_FOUND FALSE)
+  return()
+endif()
 if(TARGET torch_cuda)
   set(HYPERPIPE_TORCH_CUDA TRUE)
   # libtorch_cuda needs the CUDA libraries the wheel came with (the nvidia-* packages beside

@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Build tools, then libraries. python3-venv makes the environment libtorch comes in (PyPI's
-# wheel carries its own BLAS, OpenMP, Gloo and NCCL); the CUDA toolkit it builds against
-# (nvcc, headers) is /usr/local/cuda's (see below). clang and its
+# wheel carries its own BLAS, OpenMP, Gloo and NCCL, but not the Gloo headers its
+# ProcessGroupGloo.hpp includes: libgloo-dev's, used for their declarations only); the CUDA
+# toolkit it builds against (nvcc, headers) is /usr/local/cuda's (see below). clang and its
 # runtime (libFuzzer, sanitizers) build the fuzz harnesses and the sanitizer tests.
 # iproute2 (ip, tc) builds the network lab (scripts/netlab.sh), whose runs also start
 # through Open MPI's mpirun (openmpi-bin). pybind11 and Python's headers build the Python
@@ -22,6 +23,7 @@ PACKAGE_GROUPS=(
   "fuzzing and sanitizers:clang libclang-rt-14-dev clang-tidy"
   "libraries:nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev"
   "tokenizers:libsentencepiece-dev libpcre2-dev"
+  "training runtime:libgloo-dev"
   "tests and benchmarks:libgtest-dev libgmock-dev libbenchmark-dev"
   "network lab:iproute2 openmpi-bin"
   "Python module:pybind11-dev python3-dev"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs the Debian libraries the build needs besides libtorch (yaml-cpp, spdlog, fmt,
-# CLI11, nlohmann-json, GoogleTest, PCRE2, SentencePiece, libpng, and pkgconf to find the
-# last three) into .gpu-deps/ (git-ignored), for a GPU machine that has CMake, ninja, CUDA
+# CLI11, nlohmann-json, GoogleTest, PCRE2, SentencePiece, libpng, pkgconf to find the last
+# three, and Gloo's headers, which PyTorch's wheel leaves out) into .gpu-deps/ (git-ignored),
+# for a GPU machine that has CMake, ninja, CUDA
 # and PyTorch but no Debian -dev packages and no network:
 # `apt-get download` + `dpkg -x`, links replaced by the files they name (a copied tree
 # keeps no links), and .gpu-deps/env.sh to source there. Run it here, on Debian 12;
@@ -13,7 +14,7 @@ readonly PACKAGES=(
   libyaml-cpp-dev libyaml-cpp0.7 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
   libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libpcre2-dev libpcre2-8-0 libsentencepiece-dev libsentencepiece0 libprotobuf-lite32
-  libpng-dev libpng16-16 zlib1g-dev pkgconf pkgconf-bin libpkgconf3
+  libpng-dev libpng16-16 zlib1g-dev pkgconf pkgconf-bin libpkgconf3 libgloo-dev
 )
 # What the carried tree may weigh (the device tool carries 64 MiB in all).
 readonly MAX_MIB=48
