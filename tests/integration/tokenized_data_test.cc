@@ -1,9 +1,11 @@
 // Training on tokenized text: JSON lines read through a GPT-2-style BPE tokenizer in every
 // process (train --tokenizer) must train bit for bit as the indexed dataset `hyperpipe
 // tokenize` writes from the same file and tokenizer, and that dataset must decode back to
-// the text; a tokenizer whose ids the model's embedding cannot hold is refused before the
-// run.
+// the text; so must text read through a SentencePiece model in every rank, libsentencepiece
+// loaded beside libtorch; a tokenizer whose ids the model's embedding cannot hold is refused
+// before the run.
 #include <gtest/gtest.h>
+#include <sentencepiece_trainer.h>
 
 #include <nlohmann/json.hpp>
 
@@ -104,6 +106,42 @@ TEST(TokenizedData, JsonLinesThroughABpeTrainAsTheIndexedDatasetTokenizeWrites) 
   EXPECT_EQ(code, 2) << slurp(dir + "/resume.txt");
   EXPECT_NE(slurp(dir + "/resume.txt").find("tokenizer differs"), std::string::npos)
       << slurp(dir + "/resume.txt");
+}
+
+TEST(TokenizedData, TextThroughASentencePieceModelTrainsAsTheIndexedDatasetTokenizeWrites) {
+  const std::string dir = prepare("tokenized-data-sentencepiece", kWideVocabGpt, kThreeStages);
+  // A BPE model of the corpus by the library's own trainer, within the model's 320 ids.
+  constexpr int kVocabulary = 300;
+  const auto trained = sentencepiece::SentencePieceTrainer::Train(
+      fmt::format("--input={} --model_prefix={}/corpus-sp --vocab_size={} --model_type=bpe "
+                  "--minloglevel=2",
+                  kCorpus, dir, kVocabulary));
+  ASSERT_TRUE(trained.ok()) << trained.message();
+  const std::string model = dir + "/corpus-sp.model";
+
+  ASSERT_EQ(run_command(fmt::format("{} tokenize --input {} --tokenizer {} --append-eod "
+                                    "--output-prefix {}/corpus > {}/tokenize.txt 2>&1",
+                                    kBinary, kCorpus, model, dir, dir)),
+            0)
+      << slurp(dir + "/tokenize.txt");
+  const datasets::IndexedDataset data(dir + "/corpus");
+  ASSERT_EQ(data.documents(), 1);  // a text file is one document
+  const auto ids = data.tokens(0);
+  EXPECT_EQ(ids.back(), 2);  // the trainer's default end of sentence
+  // Pieces of several characters, not one a byte (about two here).
+  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(kCorpus));
+  EXPECT_LT(data.total_tokens(), bytes * 2 / 3);
+  EXPECT_LT(*std::max_element(ids.begin(), ids.end()), kVocabulary);
+
+  constexpr int kSteps = 4;
+  const std::string in_process = launch_into(
+      dir, fmt::format("--data {} --tokenizer {}", kCorpus, model), kSteps, "in-process");
+  const std::string indexed =
+      launch_into(dir, fmt::format("--data {}/corpus", dir), kSteps, "indexed");
+  const auto losses = metric_losses(indexed);
+  ASSERT_EQ(losses.size(), static_cast<size_t>(kSteps));
+  // Bit for bit: every rank read the text through the model (bytes would train otherwise).
+  EXPECT_EQ(metric_losses(in_process), losses);
 }
 
 TEST(TokenizedData, ATokenizerLargerThanTheModelsVocabularyIsRefusedBeforeTheRun) {

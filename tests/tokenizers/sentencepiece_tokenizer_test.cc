@@ -87,11 +87,12 @@ TEST_F(TrainedSentencePiece, RefusesIdsOutsideItsVocabularyAndFilesThatAreNotMod
   EXPECT_NE(message.find("SentencePiece"), std::string::npos) << message;
 }
 
-TEST_F(TrainedSentencePiece, AProcessThatHasNotEnabledThemIsToldWhereTheyAreRead) {
+TEST_F(TrainedSentencePiece, AProgramThatHasNotEnabledThemIsToldWhichProgramsReadThem) {
   set_sentencepiece_opener(nullptr);
   const auto message = error_message<InputError>([&] { open_tokenizer(*dir_ + "/tiny.model"); });
   enable_sentencepiece_models();
-  EXPECT_NE(message.find("hyperpipe tokenize"), std::string::npos) << message;
+  EXPECT_NE(message.find("tiny.model"), std::string::npos) << message;
+  EXPECT_NE(message.find("hyperpipe-worker read SentencePiece"), std::string::npos) << message;
 }
 
 // JSON lines through the model into an indexed dataset, as `hyperpipe tokenize` does: each

@@ -7,9 +7,12 @@
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/runtime/runtime_info.h"
+#include "hyperpipe/tokenizers/sentencepiece_tokenizer.h"
 
 int main(int argc, char** argv) {
   namespace cli = hyperpipe::cli;
+  // train --tokenizer X.model reads text through SentencePiece in every rank.
+  hyperpipe::tokenizers::enable_sentencepiece_models();
   cli::Program program;
   program.commands = {cli::add_profile_command, cli::add_train_command,
                       cli::add_export_checkpoint_command};

@@ -1,7 +1,7 @@
 // A SentencePiece model (the tokenizer.model of LLaMA 2 and Mistral) through Debian's
 // libsentencepiece: the library's own encoder and decoder, so ids equal what those models
-// were trained on. Its own library (hyperpipe_sentencepiece), linked only into processes
-// without libtorch (tokenizer.h says why).
+// were trained on. Its own library (hyperpipe_sentencepiece), so that only the executables
+// that read such models (`hyperpipe`, hyperpipe-worker) depend on libsentencepiece.
 #pragma once
 
 #include <memory>

@@ -37,10 +37,9 @@ TokenizerOpener sentencepiece_opener = nullptr;
 std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path) {
   if (sentencepiece_opener == nullptr) {
     throw InputError(path, "",
-                     "a tokenizer this process can read: SentencePiece models are read by "
-                     "`hyperpipe tokenize` (libsentencepiece's own protobuf cannot share a "
-                     "process with libtorch's); tokenize the data with it, then train on the "
-                     "indexed dataset it writes (--data PREFIX)");
+                     "a tokenizer this program can read: it was built without SentencePiece "
+                     "(enable_sentencepiece_models() never ran); `hyperpipe` and "
+                     "hyperpipe-worker read SentencePiece models");
   }
   return sentencepiece_opener(path);
 }

@@ -50,10 +50,10 @@ class ByteTokenizer final : public Tokenizer {
 };
 
 // SentencePiece models open only where enable_sentencepiece_models()
-// (sentencepiece_tokenizer.h) has run: Debian's libsentencepiece carries its own copy of
-// protobuf, which crashes a process that also loads libtorch's libprotobuf. So the
-// torch-free `hyperpipe` reads them (`hyperpipe tokenize`), and training reads the indexed
-// dataset that writes.
+// (sentencepiece_tokenizer.h) has run, so that this library does not depend on
+// libsentencepiece: `hyperpipe` and hyperpipe-worker run it. (Debian's libtorch 1.13 loaded a
+// shared libprotobuf that crashed beside libsentencepiece's own copy; PyPI's libtorch keeps its
+// protobuf hidden, and the two now share the worker.)
 using TokenizerOpener = std::unique_ptr<Tokenizer> (*)(const std::string& path);
 void set_sentencepiece_opener(TokenizerOpener opener);
 
