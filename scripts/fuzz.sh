@@ -33,6 +33,8 @@ mkdir -p build-asan/fuzz-findings
 # libFuzzer's exit code for an input over -timeout (its own default, 70, would do; named so
 # that the check below reads as what it means).
 kSlowInput=70
+# Seconds one input may run before libFuzzer calls it slow.
+kInputTimeout=20
 
 # fuzz_one ENTRY: one harness for the time given; its verdict in build-asan/fuzz-findings/
 # <name>.status.
@@ -47,7 +49,7 @@ fuzz_one() {
   # with kSlowInput, reported below without failing the run (a planner input drawn at the
   # top of the harness's ranges has taken 92 s under ASan: the planner's speed, not a defect
   # this harness is after). Crashes, sanitizer reports and failed checks still fail.
-  local flags=(-max_total_time="$seconds" -timeout=20 -timeout_exitcode="$kSlowInput"
+  local flags=(-max_total_time="$seconds" -timeout="$kInputTimeout" -timeout_exitcode="$kSlowInput"
                -rss_limit_mb=2048 -max_len=8192
                -print_final_stats=0 -artifact_prefix="build-asan/fuzz-findings/$name-")
   if [ "$dict" != "-" ]; then flags+=(-dict="tests/fuzz/dict/$dict.dict"); fi
@@ -60,7 +62,7 @@ fuzz_one() {
     echo "fuzz: $name: ${runs:-0} inputs in ${seconds} s, no finding"
     echo ok >"build-asan/fuzz-findings/$name.status"
   elif [ "$code" -eq "$kSlowInput" ]; then
-    echo "fuzz: $name: an input ran over 20 s, kept as build-asan/fuzz-findings/$name-timeout-*" \
+    echo "fuzz: $name: an input ran over $kInputTimeout s, kept as build-asan/fuzz-findings/$name-timeout-*" \
          "(slow, not wrong; not a failure)"
     echo ok >"build-asan/fuzz-findings/$name.status"
   else
