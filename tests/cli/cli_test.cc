@@ -491,8 +491,8 @@ TEST(Cli, PlannerShardsTheOptimizerWhereMemoryIsShort) {
   EXPECT_LT(chosen["predicted"]["iteration_time_s"].get<double>(),
             whole["predicted"]["iteration_time_s"].get<double>());
   EXPECT_EQ(planned("on"), chosen);
-  // The default example cluster has room: auto keeps the whole state there.
-  const Result roomy = run("plan --global-batch 64 --format json");
+  // A small model on the default example cluster has room: auto keeps the whole state.
+  const Result roomy = run("plan --model gpt2 --global-batch 64 --format json");
   ASSERT_EQ(roomy.exit_code, 0) << roomy.err;
   EXPECT_FALSE(nlohmann::json::parse(roomy.out)["plan"].value("shard_optimizer", false));
   EXPECT_EQ(run("plan --global-batch 64 --shard-optimizer sometimes").exit_code, 2);

@@ -197,7 +197,7 @@ TEST(CostModel, MixedPrecisionAdamNeedsEighteenBytesPerParameter) {
   const double per_micro_batch =
       8.0 * model.layers()[1].activation_bytes({1, 2048, 1, true}, Recompute::full);
   EXPECT_DOUBLE_EQ(m.activations, 3 * per_micro_batch);
-  EXPECT_DOUBLE_EQ(m.reserved, kDefaultReservedMemory);
+  EXPECT_DOUBLE_EQ(m.context, gpu_defaults().context);
   // Tensor parallelism splits the static memory.
   const auto tp2 = first_devices_of_type(cluster, "Round", 1, 2);
   const StageMemory split = costs.stage_memory(1, 9, tp2, 1, 2048, 3, Recompute::full);
@@ -357,11 +357,7 @@ TEST(CostModel, ClusterFileLinkTablesEfficienciesAndReservedMemory) {
   efficient.efficiency = 0.5;
   EXPECT_NEAR(costs.transfer(5e8, efficient).seconds, 100e-6 + 5e8 / 5e9, 1e-12);
   EXPECT_NEAR(costs.allreduce_time(1e9, 2, efficient), 2 * (100e-6 + 0.5e9 / 5e9), 1e-12);
-  cluster::GpuType type = cluster.gpu_type("Round");
-  EXPECT_DOUBLE_EQ(costs.reserved_memory(type), kDefaultReservedMemory);
-  type.reserved_memory = 3 * kGiB;
-  EXPECT_DOUBLE_EQ(costs.reserved_memory(type), 3 * kGiB);
-  // ... and a stage's memory counts it.
+  // A type's reserved_memory replaces the device-level terms of a stage's memory.
   const auto small = cluster::read_cluster_yaml(YamlField::load_string(R"(
     gpu_types: [{name: T4, reserved_memory: 3 GiB}]
     nodes: [{name: a, gpu: T4, count: 1}]
@@ -369,7 +365,11 @@ TEST(CostModel, ClusterFileLinkTablesEfficienciesAndReservedMemory) {
                                                                        "reserved.yaml"));
   const CostModel on_small(model, small);
   const DeviceGroup t4 = make_device_group(small, {0}, 1, 1);
-  EXPECT_DOUBLE_EQ(on_small.stage_memory(0, 1, t4, 1, 128, 1, Recompute::none).reserved, 3 * kGiB);
+  const StageMemory m = on_small.stage_memory(0, 1, t4, 1, 128, 1, Recompute::none);
+  EXPECT_TRUE(m.stated_reserve);
+  EXPECT_DOUBLE_EQ(m.outside_allocator(), 3 * kGiB);
+  EXPECT_DOUBLE_EQ(m.communicators + m.workspaces + m.allocator, 0);
+  EXPECT_DOUBLE_EQ(m.total(), m.allocated() + 3 * kGiB);
 }
 
 // Links measured across the hosts (profile --links in the network lab) replace only the

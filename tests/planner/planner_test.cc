@@ -91,9 +91,10 @@ TEST(Planner, HomogeneousClusterBalancesTheWork) {
   // Eight single-GPU A100 nodes: GPT-3 2.7B does not fit one GPU, so it is pipelined. With
   // identical devices no group may idle for want of work: each group's compute is within
   // kBalance of the busiest's (groups may differ in size and layers: the embedding and the
-  // heavy head cost, and the front stages' 1F1B memory, tilt the split), and the plan is
-  // at least as fast as every even split the baselines try.
-  constexpr double kBalance = 0.8;
+  // heavy head cost, and the front stages' 1F1B memory beside what each device holds
+  // besides the model — context, communicators, the margin — tilt the split), and the plan
+  // is at least as fast as every even split the baselines try.
+  constexpr double kBalance = 0.75;
   std::string yaml = "nodes:\n";
   for (int n = 0; n < 8; ++n)
     yaml += "  - {name: n" + std::to_string(n) + ", gpu: A100-40GB, count: 1}\n";
@@ -206,7 +207,7 @@ TEST(Planner, ImpossibleModelSaysWhyInNumbers) {
     // 175.2 B parameters stored (the head keeps its copy of the tied embedding) × 16 bytes,
     // against 4 × 39 + 12 × 15 GiB.
     EXPECT_NE(message.find("gpt3-175b needs 2.87 TiB for weights, gradients and Adam state, "
-                           "more than the 336 GiB that all 16 GPUs of a100-v100-t4 hold"),
+                           "more than the 330 GiB that all 16 GPUs of a100-v100-t4 hold"),
               std::string::npos)
         << message;
   }

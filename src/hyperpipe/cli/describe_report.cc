@@ -6,6 +6,7 @@
 #include <cmath>
 #include <ostream>
 
+#include "hyperpipe/cli/memory_breakdown.h"
 #include "hyperpipe/cli/table.h"
 #include "hyperpipe/cluster/gpu_catalogue.h"
 #include "hyperpipe/common/quantity.h"
@@ -104,14 +105,17 @@ json compute_json(const cost::ComputeTime& time) {
 }
 
 // How many decoder blocks one device of this type holds with one micro-batch in flight,
-// after the reserved memory: a first feel for how many stages the model needs.
+// within its usable memory after what it holds besides the blocks (context, communicators,
+// workspaces, the allocator's share): a first feel for how many stages the model needs.
 int64_t blocks_that_fit(const cost::CostModel& costs, const cost::DeviceGroup& group,
                         const DescribeSettings& settings, int64_t seq_len) {
   const int block = 1;
   const cost::StageMemory one = costs.stage_memory(block, block + 1, group, settings.micro_batch,
                                                    seq_len, 1, settings.recompute);
-  const double per_block = one.total() - one.reserved;
-  const double free = group.memory_bytes - one.reserved;
+  const double per_block = one.allocator_ratio * (one.static_allocated() - one.workspaces +
+                                                  one.activations + one.pipe_buffers);
+  const double free = costs.usable_memory(group.memory_bytes) - one.outside_allocator() -
+                      one.allocator_ratio * one.workspaces;
   if (per_block <= 0 || free <= 0) return 0;
   return static_cast<int64_t>(std::floor(free / per_block));
 }
@@ -152,14 +156,27 @@ json gpu_cost_json(const cost::CostModel& costs, const std::string& type_name,
           {"layers", layers},
           {"whole_model", compute_json(whole)},
           {"whole_model_achieved_flops", model_flops / whole.total()},
-          {"whole_model_memory",
-           {{"weights_bytes", memory.weights},
-            {"gradients_bytes", memory.gradients},
-            {"optimizer_bytes", memory.optimizer},
-            {"activations_bytes", memory.activations},
-            {"reserved_bytes", memory.reserved},
-            {"total_bytes", memory.total()}}},
+          {"whole_model_memory", memory_json(memory)},
           {"blocks_that_fit", blocks_that_fit(costs, group, settings, seq_len)}};
+}
+
+// What each GPU type holds outside the model, and where the figures come from.
+json overheads_json(const cost::CostModel& costs) {
+  json result = json::array();
+  for (const auto& name : costs.cluster().used_gpu_types()) {
+    const auto& type = costs.cluster().gpu_type(name);
+    const auto o = costs.device_overheads(type);
+    json item{{"gpu_type", type.name},
+              {"context_bytes", o.context},
+              {"collective_communicator_bytes", o.collective_communicator},
+              {"p2p_peer_bytes", o.p2p_peer},
+              {"workspace_bytes", o.workspace},
+              {"allocator_ratio", o.allocator_ratio},
+              {"source", o.source}};
+    if (type.reserved_memory) item["reserved_memory_bytes"] = *type.reserved_memory;
+    result.push_back(item);
+  }
+  return result;
 }
 
 json transfer_json(const cost::CostModel& costs, const model::Workload& work) {
@@ -229,7 +246,8 @@ json describe_report(const cost::CostModel& costs, const DescribeSettings& setti
            {{"matmul_efficiency", costs.options().matmul_efficiency},
             {"memory_efficiency", costs.options().memory_efficiency},
             {"link_efficiency", costs.link_efficiency()},
-            {"reserved_memory_bytes", costs.options().reserved_memory_bytes},
+            {"memory_margin", costs.options().memory_margin},
+            {"device_overheads", overheads_json(costs)},
             {"allow_tf32", costs.options().allow_tf32}}}};
 }
 
@@ -314,6 +332,7 @@ void print_describe_tables(const json& report, std::ostream& out) {
   Table costs({"GPU", ">Count", "Layer", ">Fwd", ">Bwd-input", ">Bwd-weight", "Source"});
   Table summary({"GPU", ">Whole model fwd+bwd", ">Achieved", ">Weights+grads+Adam", ">Memory",
                  ">Blocks that fit"});
+  std::vector<std::pair<std::string, json>> memory_rows;
   for (const auto& type : report["cost"]) {
     const std::string name = type["gpu_type"];
     bool first_row = true;
@@ -330,9 +349,14 @@ void print_describe_tables(const json& report, std::ostream& out) {
     }
     const json& whole = type["whole_model"];
     const json& memory = type["whole_model_memory"];
-    const double static_bytes = memory["weights_bytes"].get<double>() +
-                                memory["gradients_bytes"].get<double>() +
-                                memory["optimizer_bytes"].get<double>();
+    double static_bytes = 0;
+    for (const auto& term : memory["terms"]) {
+      const std::string term_name = term["name"];
+      if (term_name == "weights" || term_name == "gradients" || term_name == "optimizer") {
+        static_bytes += term["bytes"].get<double>();
+      }
+    }
+    memory_rows.emplace_back(name, memory);
     summary.add_row({name,
                      format_duration(whole["forward_s"].get<double>() +
                                      whole["backward_input_s"].get<double>() +
@@ -345,14 +369,33 @@ void print_describe_tables(const json& report, std::ostream& out) {
   costs.print(out, "  ");
   out << '\n';
   summary.print(out, "  ");
+  out << "\n  The whole model on one device (one micro-batch in flight), by term:\n";
+  print_memory_table(memory_rows, out, "  ");
   const json& options = report["cost_options"];
   out << fmt::format(
       "\nEstimates assume {:.0f}% of peak matmul FLOP/s, {:.0f}% of memory bandwidth, {:.0f}% "
-      "of link bandwidth, {} reserved per GPU (see src/hyperpipe/cost/cost_options.h).\n",
+      "of link bandwidth (src/hyperpipe/cost/cost_options.h); plans leave {:.0f}% of each "
+      "device's memory unused. What a device holds besides the model "
+      "(src/hyperpipe/cost/device_memory.cc):\n",
       100 * options["matmul_efficiency"].get<double>(),
       100 * options["memory_efficiency"].get<double>(),
-      100 * options["link_efficiency"].get<double>(),
-      format_bytes(options["reserved_memory_bytes"].get<double>()));
+      100 * options["link_efficiency"].get<double>(), 100 * options["memory_margin"].get<double>());
+  for (const auto& o : options["device_overheads"]) {
+    if (o.contains("reserved_memory_bytes")) {
+      out << fmt::format("  {}: {} reserved (the cluster file's reserved_memory)\n",
+                         o["gpu_type"].get<std::string>(),
+                         format_bytes(o["reserved_memory_bytes"].get<double>()));
+      continue;
+    }
+    out << fmt::format(
+        "  {}: context {}, {} per collective communicator, {} per pipeline neighbour, "
+        "workspaces {}, allocator reserves {:.2f}× what it hands out ({})\n",
+        o["gpu_type"].get<std::string>(), format_bytes(o["context_bytes"].get<double>()),
+        format_bytes(o["collective_communicator_bytes"].get<double>()),
+        format_bytes(o["p2p_peer_bytes"].get<double>()),
+        format_bytes(o["workspace_bytes"].get<double>()), o["allocator_ratio"].get<double>(),
+        o["source"].get<std::string>());
+  }
 }
 
 }  // namespace hyperpipe::cli

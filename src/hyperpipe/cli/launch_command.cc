@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 #include "hyperpipe/cli/app.h"
@@ -17,9 +18,12 @@
 #include "hyperpipe/cli/worker_arguments.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/stop_signals.h"
+#include "hyperpipe/cost/cost_model.h"
+#include "hyperpipe/cost/profile_db.h"
 #include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/plan/plan.h"
+#include "hyperpipe/sim/memory_verdict.h"
 
 namespace hyperpipe::cli {
 namespace {
@@ -31,6 +35,7 @@ struct LaunchArgs {
   int port = 0;
   double grace_seconds = 5;
   bool elastic = false;
+  bool force = false;  // launch a plan predicted not to fit
   ElasticSettings elastic_settings;
 };
 
@@ -82,6 +87,35 @@ void check_shared_run(const LaunchArgs& args, bool adapts) {
   }
 }
 
+// A plan whose predicted peak exceeds a device's memory less the margin fails at launch or
+// later, after minutes of start-up: refused here, naming the device and the term, unless
+// --force.
+void check_fits(const LaunchArgs& args, const plan::CheckedPlan& checked,
+                const std::vector<std::string>& extras) {
+  auto config = checked.model.config();
+  if (const auto dtype = option_value(extras, "--dtype")) {
+    // fp64 runs are costed as fp32 (the GPU types have no fp64 peaks).
+    if (const auto parsed = model::parse_dtype(*dtype == "fp64" ? "fp32" : *dtype)) {
+      config.dtype = *parsed;
+    }
+  }
+  const model::Model model(config);
+  std::optional<cost::ProfileDb> profiles;
+  if (const auto path = option_value(extras, "--profiles")) {
+    profiles = cost::ProfileDb::load_for(*path, config.name);
+  }
+  const cost::CostModel costs(model, checked.cluster, {}, profiles ? &*profiles : nullptr);
+  const auto over = sim::over_capacity(sim::simulate_plan(costs, checked.plan));
+  if (over.empty() || args.force) return;
+  std::vector<std::string> lines;
+  for (const auto& device : over) lines.push_back(device.text());
+  throw InputError(
+      "--plan", args.plan,
+      fmt::format("a plan whose predicted peak fits every device: {} (see `hyperpipe simulate "
+                  "--plan {}` for every term; --force launches it anyway)",
+                  fmt::join(lines, "; "), args.plan));
+}
+
 // A run in 16 bits needs kernels this machine's libtorch may lack: one worker checks
 // every input and the kernels first (`train --check`), so the refusal comes once, with
 // exit 2, before any process of the run starts.
@@ -90,6 +124,7 @@ void check_before_launch(const LaunchArgs& args, const std::vector<std::string>&
   const auto dtype = option_value(extras, "--dtype");
   const auto checked = plan::load_checked_plan(args.plan, option_value(extras, "--cluster"));
   plan::check_runs_here(checked.plan, args.plan);
+  check_fits(args, checked, extras);
   const std::string run_dtype =
       dtype ? *dtype : std::string(model::to_string(checked.model.config().dtype));
   if (run_dtype != "bf16" && run_dtype != "fp16") return;
@@ -155,6 +190,8 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "which its host and devices are gone")
       ->default_val(kDefaultHeartbeatTimeoutSeconds)
       ->check(CLI::PositiveNumber);
+  command->add_flag("--force", args->force,
+                    "Launch a plan the cost model predicts will not fit a device's memory");
   command->allow_extras();
   command->fallthrough(false);  // what launch does not know is train's
   command->footer(

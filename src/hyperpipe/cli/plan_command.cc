@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/memory_breakdown.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/simulation_report.h"
 #include "hyperpipe/cli/table.h"
@@ -44,6 +45,7 @@ struct PlanArgs {
   std::string shard_optimizer = "auto";  // auto, on, off
   std::vector<std::string> schedules;    // kinds allowed; empty: every kind
   bool explain = false;
+  std::optional<double> memory_margin;  // percent
   OutputFormat format = OutputFormat::table;
 };
 
@@ -94,7 +96,7 @@ void print_pipeline(const planner::ScoredPlan& scored, int p, std::ostream& out)
                    std::string(model::to_string(stage.recompute)),
                    format_duration(report.compute.total()),
                    format_bytes(sim.output.ranks[rank].peak_memory_bytes),
-                   format_bytes(sim.memory_capacity[rank])});
+                   format_bytes(sim.memory_limit[rank])});
   }
   table.print(out, "  ");
   out << fmt::format("\n  {} micro-batches of {}; schedule {}\n", pipeline.micro_batches,
@@ -141,6 +143,13 @@ void print_plan(const planner::ScoredPlan& scored, const std::string& model,
       sim.stand_ins ? "CPU stand-ins (no MFU: their peak is this host's)"
                     : fmt::format("GPUs, MFU {:.1f}%", 100 * sim.mfu),
       100 * bubble_fraction(scored));
+  std::vector<std::pair<std::string, json>> rows;
+  for (size_t r = 0; r < sim.device_peaks.size(); ++r) {
+    rows.emplace_back(sim.output.timeline.tracks[r].name, memory_json(sim.device_peaks[r]));
+  }
+  out << "\n  Peak memory per device by term (\"Available\" is the device's memory less the "
+         "margin):\n";
+  print_memory_table(rows, out, "  ");
 }
 
 // Stages and micro-batch size, per pipeline: "3", or "2+1" and "4/2" with replicas.
@@ -264,6 +273,8 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
   options.sequence_parallel = args.sequence_parallel;
   const auto framework = *plan::parse_framework(args.runtime);
   options.reduce_scatter_gradients = plan::traits(framework).reduce_scatters_gradients;
+  options.framework = cost::framework_buffers(args.runtime);
+  if (args.memory_margin) options.memory_margin = *args.memory_margin / 100;
   const std::vector<bool> shardings = shardings_to_try(args.shard_optimizer, framework);
   const int64_t seq = args.seq_len > 0 ? args.seq_len : model.config().seq_len;
   if (model.config().flavour == model::Flavour::gpt && seq > model.config().seq_len) {
@@ -333,6 +344,7 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
       found.chosen = found.result->best;
     }
     found.chosen.plan.sequence_parallel = args.sequence_parallel;  // as it was costed
+    if (args.memory_margin) found.chosen.plan.memory_margin = *args.memory_margin / 100;
     for (const auto& stage : found.chosen.plan.stages) {
       if (stage.dp > 1) found.chosen.plan.shard_optimizer = shard_optimizer;
     }
@@ -450,6 +462,11 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
                     "Sequence parallelism in every tensor-parallel stage (Megatron-LM's): costed "
                     "so, and the plan says so");
   command->add_option("--profiles", args->profiles, "Profile database to prefer over estimates");
+  command
+      ->add_option("--memory-margin", args->memory_margin,
+                   "Percent of each device's memory no plan may use (default 5; the plan "
+                   "records it)")
+      ->check(CLI::Range(0.0, 50.0));
   command->add_option("--baseline", args->baseline, "Emit a baseline's plan instead")
       ->check(CLI::IsMember(planner::baseline_names()));
   command->add_option("--out,-o", args->out, "Write the plan (JSON) here");

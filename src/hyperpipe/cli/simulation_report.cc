@@ -4,9 +4,11 @@
 
 #include <algorithm>
 
+#include "hyperpipe/cli/memory_breakdown.h"
 #include "hyperpipe/cli/table.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/plan/plan.h"
+#include "hyperpipe/sim/memory_verdict.h"
 
 namespace hyperpipe::cli {
 
@@ -33,6 +35,7 @@ json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simula
                       {"static_memory_bytes",
                        stage.memory.weights + stage.memory.gradients + stage.memory.optimizer},
                       {"activation_bytes_per_micro_batch", stage.memory.activations},
+                      {"memory_per_micro_batch", memory_json(stage.memory)},
                       {"replica_sync_s", stage.replica_sync}});
   }
   json ranks = json::array();
@@ -50,7 +53,18 @@ json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simula
                      {"peak_in_flight", stats.peak_in_flight},
                      {"peak_memory_bytes", stats.peak_memory_bytes},
                      {"memory_capacity_bytes", simulation.memory_capacity[r]},
-                     {"fits", stats.peak_memory_bytes <= simulation.memory_capacity[r]}});
+                     {"memory_limit_bytes", simulation.memory_limit[r]},
+                     {"memory", memory_json(simulation.device_peaks[r])},
+                     {"fits", stats.peak_memory_bytes <= simulation.memory_limit[r]}});
+  }
+  json verdicts = json::array();
+  for (const auto& over : sim::over_capacity(simulation)) {
+    verdicts.push_back(
+        {{"rank", over.rank},
+         {"over_bytes", over.over()},
+         {"largest_term", over.largest},
+         {"breaking_term", over.breaking.empty() ? json(nullptr) : json(over.breaking)},
+         {"text", over.text()}});
   }
   json pipelines = json::array();
   for (int p = 0; p < plan.pipeline_count(); ++p) {
@@ -83,7 +97,19 @@ json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simula
           {"mfu", simulation.stand_ins ? json(nullptr) : json(simulation.mfu)},
           {"stand_ins", simulation.stand_ins},
           {"stages", stages},
-          {"ranks", ranks}};
+          {"ranks", ranks},
+          {"fits", verdicts.empty()},
+          {"over_capacity", verdicts}};
+}
+
+void print_memory_terms(const json& report, std::ostream& out) {
+  std::vector<std::pair<std::string, json>> rows;
+  for (const auto& rank : report["ranks"]) rows.emplace_back(rank["name"], rank["memory"]);
+  out << "  Peak memory per device by term (docs/formats.md, \"Memory breakdown\"):\n";
+  print_memory_table(rows, out, "  ");
+  for (const auto& verdict : report["over_capacity"]) {
+    out << "  DOES NOT FIT: " << verdict["text"].get<std::string>() << '\n';
+  }
 }
 
 namespace {
@@ -152,7 +178,7 @@ void print_simulation_tables(const json& report, std::ostream& out) {
   out << "  " << plan::layer_numbering_note(chain_layers) << "\n\n";
   std::vector<std::string> rank_headers{
       "Device group", ">Busy",      ">Bubble",      ">Comm wait", ">All-reduce",
-      ">Optimizer",   ">In flight", ">Peak memory", ">Capacity",  ""};
+      ">Optimizer",   ">In flight", ">Peak memory", ">Limit",     ""};
   if (several) rank_headers.insert(rank_headers.begin() + 5, ">Replica sync");
   Table ranks(rank_headers);
   bool overflow = false;
@@ -167,7 +193,7 @@ void print_simulation_tables(const json& report, std::ostream& out) {
                                  format_duration(rank["optimizer_s"].get<double>()),
                                  std::to_string(rank["peak_in_flight"].get<int>()),
                                  format_bytes(rank["peak_memory_bytes"].get<double>()),
-                                 format_bytes(rank["memory_capacity_bytes"].get<double>()),
+                                 format_bytes(rank["memory_limit_bytes"].get<double>()),
                                  fits ? "" : "DOES NOT FIT"};
     if (several) {
       row.insert(row.begin() + 5, format_duration(rank["replica_sync_s"].get<double>()));
@@ -175,6 +201,8 @@ void print_simulation_tables(const json& report, std::ostream& out) {
     ranks.add_row(row);
   }
   ranks.print(out, "  ");
+  out << '\n';
+  print_memory_terms(report, out);
   out << fmt::format(
       "\nIteration {}: {} tokens/s, {} per {} over {} {}{}\n",
       format_duration(report["iteration_time_s"].get<double>()),
@@ -185,8 +213,8 @@ void print_simulation_tables(const json& report, std::ostream& out) {
       report["mfu"].is_null() ? ""
                               : fmt::format(", MFU {:.1f}%", 100 * report["mfu"].get<double>()));
   if (overflow) {
-    out << "Warning: some device groups need more memory than they have; the plan would not "
-           "run as written (add recomputation, stages or devices).\n";
+    out << "Warning: some device groups need more memory than a plan may use of theirs; the "
+           "plan would not run as written (add recomputation, stages or devices).\n";
   }
 }
 

@@ -19,4 +19,7 @@ nlohmann::json simulation_report(const plan::Plan& plan, const sim::PlanSimulati
 
 void print_simulation_tables(const nlohmann::json& report, std::ostream& out);
 
+// The report's per-device peaks by term, and a line for each device over its limit.
+void print_memory_terms(const nlohmann::json& report, std::ostream& out);
+
 }  // namespace hyperpipe::cli

@@ -251,6 +251,12 @@ double YamlField::as_positive_number() const {
   return *value;
 }
 
+double YamlField::as_non_negative_number() const {
+  const auto value = scalar_number();
+  if (!value || *value < 0) fail("a number, at least 0");
+  return *value;
+}
+
 double YamlField::as_bytes() const {
   return quantity(parse_bytes, "a positive size such as '80 GiB' (a bare number is GiB)");
 }

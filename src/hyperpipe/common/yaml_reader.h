@@ -55,6 +55,7 @@ class YamlField {
   int64_t as_positive_int(int64_t max = kMaxSize) const;
   double as_number() const;
   double as_positive_number() const;
+  double as_non_negative_number() const;  // a finite number, at least 0
   // Quantities with units, see quantity.h for the accepted units and defaults.
   double as_bytes() const;
   double as_bandwidth() const;

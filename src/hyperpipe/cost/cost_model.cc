@@ -47,6 +47,27 @@ std::string ComputeTime::source() const {
   return "profile+estimate";
 }
 
+std::vector<MemoryTerm> StageMemory::terms() const {
+  std::vector<MemoryTerm> t{
+      {"weights", weights, "the layers' parameters in the model's type"},
+      {"gradients", gradients, "main grads: fp32 for 16-bit weights (Megatron-LM's main_grad)"},
+      {"optimizer", optimizer, "AdamW: fp32 master and two moments, 1/dp sharded (ZeRO-1)"},
+      {"activations", activations, "saved for backward, micro-batches in flight"},
+      {"framework", framework, "the framework's gradient copies (cost/device_memory.cc)"},
+      {"pipe_buffers", pipe_buffers, "outputs kept until their backward (DeepSpeed)"},
+      {"logits", logits, "the loss's logits at vocabulary size, last stage"},
+  };
+  if (stated_reserve) {
+    t.push_back({"reserved", context, "the GPU type's reserved_memory in the cluster file"});
+    return t;
+  }
+  t.push_back({"workspaces", workspaces, "cuBLAS workspace (PyTorch CublasHandlePool.cpp)"});
+  t.push_back({"allocator", allocator, "caching allocator: reserved over allocated"});
+  t.push_back({"communicators", communicators, "NCCL buffers per group (NCCL src/init.cc)"});
+  t.push_back({"context", context, "CUDA context and kernel images (PyTorch #86509)"});
+  return t;
+}
+
 ComputeTime& ComputeTime::operator+=(const ComputeTime& other) {
   forward += other.forward;
   backward_input += other.backward_input;
@@ -206,16 +227,24 @@ double CostModel::range_params(int first, int last, int tp) const {
 StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& group,
                                     int64_t micro_batch, int64_t seq_len, int in_flight,
                                     model::Recompute recompute) const {
-  const double element_bytes = model::bytes_per_element(model_.config().dtype);
+  const auto& config = model_.config();
+  const double element_bytes = model::bytes_per_element(config.dtype);
   const double params = range_params(first, last, group.tp);
   const bool has_master = element_bytes < kMasterWeightBytes;
+  const FrameworkBuffers& framework = options_.framework;
+  const double shards = options_.shard_optimizer ? group.dp : 1;
   StageMemory memory;
   memory.weights = params * element_bytes;
-  memory.gradients = params * gradient_bytes_per_element();
-  memory.optimizer = params * ((has_master ? kMasterWeightBytes : 0.0) + kAdamMomentBytes) /
-                     (options_.shard_optimizer ? group.dp : 1);
+  const double main_grad_bytes = has_master && framework.main_grads_in_reduce_dtype
+                                     ? reduce_bytes_per_element()
+                                     : gradient_bytes_per_element();
+  memory.gradients = params * main_grad_bytes;
+  memory.optimizer = params * ((has_master ? kMasterWeightBytes : 0.0) + kAdamMomentBytes) / shards;
+  memory.framework = params * (has_master ? framework.half_grad_bytes : 0.0);
+  if (framework.sharded_grad_copy && options_.shard_optimizer) {
+    memory.framework += params * main_grad_bytes / shards;
+  }
   const cluster::GpuType& type = cluster_.gpu_type(group.gpu_type);
-  memory.reserved = reserved_memory(type);
   const model::Workload work = workload(ceil_div(micro_batch, group.dp), seq_len, group.tp);
   double per_micro_batch = 0;
   for (int layer = first; layer < last; ++layer) {
@@ -239,6 +268,41 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
     memory.weight_gradient_activations +=
         static_cast<double>(model_.layers()[layer].weight_gradient_bytes(work));
   }
+  const int layers = model_.num_layers();
+  if (framework.keeps_stage_outputs && last < layers) {
+    memory.pipe_buffers =
+        static_cast<double>(model_.layers()[last - 1].output_bytes(work)) * in_flight;
+  }
+  if (last == layers) {
+    // The logits live beside what the loss keeps of them (the saved softmax, counted in
+    // the head's activations) while it runs; an upcast adds their fp32 copy.
+    const double logits = static_cast<double>(work.micro_batch) * static_cast<double>(seq_len) *
+                          static_cast<double>(config.vocab) / group.tp;
+    const bool upcast = framework.fp32_loss && has_master;
+    memory.logits = logits * (element_bytes + (upcast ? kMasterWeightBytes : 0.0));
+  }
+
+  if (type.reserved_memory) {
+    // The cluster file states what the device keeps back: it replaces the terms below.
+    memory.context = *type.reserved_memory;
+    memory.stated_reserve = true;
+    return memory;
+  }
+  const DeviceOverheads overheads = device_overheads(type);
+  Communicators talks;
+  talks.p2p_peers = (first > 0 ? 1 : 0) + (last < layers ? 1 : 0);
+  const bool holds_embedding = first == 0;
+  const bool holds_head = last == layers;
+  const bool tied_group = config.tied_embeddings && holds_embedding != holds_head;
+  talks.collective = (group.tp > 1 ? 1 : 0) + (group.dp > 1 ? 1 : 0) + (tied_group ? 1 : 0);
+  // Any other group means more than one process, and every run sums over all of them.
+  if (talks.collective > 0 || talks.p2p_peers > 0) ++talks.collective;
+  memory.communicators =
+      talks.collective * overheads.collective_communicator + talks.p2p_peers * overheads.p2p_peer;
+  memory.context = overheads.context;
+  memory.workspaces = overheads.workspace;
+  memory.allocator_ratio = overheads.allocator_ratio;
+  memory.allocator = (overheads.allocator_ratio - 1) * memory.allocated();
   return memory;
 }
 
@@ -250,8 +314,15 @@ double CostModel::link_efficiency(const cluster::Link& link) const {
   return measured_all_reduce_ ? 1.0 : link.efficiency.value_or(options_.link_efficiency);
 }
 
-double CostModel::reserved_memory(const cluster::GpuType& type) const {
-  return type.reserved_memory.value_or(options_.reserved_memory_bytes);
+DeviceOverheads CostModel::device_overheads(const cluster::GpuType& type) const {
+  if (profiles_) {
+    if (const DeviceOverheads* measured = profiles_->device_memory_for(type.name)) return *measured;
+  }
+  return type.speed ? stand_in_defaults() : gpu_defaults(options_.lazy_module_loading);
+}
+
+double CostModel::usable_memory(double device_memory) const {
+  return device_memory * (1 - options_.memory_margin);
 }
 
 Transfer CostModel::transfer(double bytes, const cluster::Link& link) const {

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hyperpipe/cluster/cluster.h"
 #include "hyperpipe/cost/cost_options.h"
 #include "hyperpipe/cost/device_group.h"
+#include "hyperpipe/cost/device_memory.h"
 #include "hyperpipe/cost/profile_db.h"
 #include "hyperpipe/model/model.h"
 
@@ -35,18 +37,47 @@ struct ComputeTime {
   ComputeTime& operator+=(const ComputeTime& other);
 };
 
-// Bytes one device of a stage needs.
+// Bytes one device of a stage needs, term by term (device_memory.h says where each
+// device-level figure comes from).
 struct StageMemory {
+  // The model's own tensors.
   double weights = 0;
-  double gradients = 0;
+  double gradients = 0;  // main grads: fp32 for a 16-bit model
   // mixed-precision Adam: fp32 master copy, momentum, variance (1/dp of them, sharded)
   double optimizer = 0;
   double activations = 0;  // of all micro-batches in flight
   // Of those, per micro-batch, what stays from its B until its W when they run apart.
   double weight_gradient_activations = 0;
-  double reserved = 0;  // CUDA context, workspaces, fragmentation (CostOptions)
+  // What the device holds besides.
+  double framework = 0;      // the framework's own gradient copies (FrameworkBuffers)
+  double pipe_buffers = 0;   // outputs a framework keeps until their backward, all in flight
+  double logits = 0;         // the loss's transient at vocabulary size (the head's stage)
+  double workspaces = 0;     // cuBLAS, through the allocator
+  double allocator = 0;      // reserved but not allocated: (ratio − 1) × the allocated bytes
+  double communicators = 0;  // NCCL's buffers for the groups the device talks in
+  double context = 0;        // CUDA context and kernel images
+  double allocator_ratio = 1;
+  // Set where the GPU type's `reserved_memory` replaces the device-level terms.
+  bool stated_reserve = false;
 
-  double total() const { return weights + gradients + optimizer + activations + reserved; }
+  // Bytes the caching allocator hands out at this stage's peak.
+  double allocated() const {
+    return weights + gradients + optimizer + activations + framework + pipe_buffers + logits +
+           workspaces;
+  }
+  // Allocated bytes that stay all step: what the allocator holds besides the activations.
+  double static_allocated() const {
+    return weights + gradients + optimizer + framework + logits + workspaces;
+  }
+  // Bytes held outside the allocator.
+  double outside_allocator() const { return communicators + context; }
+  double total() const { return allocated() + allocator + outside_allocator(); }
+  // The peak as the device reports it, with `activations` bytes of activations in flight.
+  double device_peak(double activation_bytes) const {
+    return outside_allocator() + allocator_ratio * (static_allocated() + activation_bytes);
+  }
+  // The terms in report order, each with its source.
+  std::vector<MemoryTerm> terms() const;
 };
 
 struct Transfer {
@@ -84,7 +115,10 @@ class CostModel {
                          int64_t seq_len, model::Recompute recompute) const;
 
   // Memory of one device of a stage holding layers [first, last) with `in_flight`
-  // micro-batches whose activations are kept for backward.
+  // micro-batches whose activations are kept for backward. The groups it talks in follow
+  // from its layers: neighbours before and after unless it holds the first or last layer,
+  // the tied embedding's group if it holds one end of a tied model and not the other, its
+  // tp and dp groups, and the world group every run sums its global norm over.
   StageMemory stage_memory(int first, int last, const DeviceGroup& group, int64_t micro_batch,
                            int64_t seq_len, int in_flight, model::Recompute recompute) const;
 
@@ -93,9 +127,11 @@ class CostModel {
   double link_efficiency() const;
   // The same for one link: its own efficiency where the cluster file gives one.
   double link_efficiency(const cluster::Link& link) const;
-  // Memory a device of `type` cannot give to the model: the type's `reserved_memory`
-  // where the cluster file gives one, else the options'.
-  double reserved_memory(const cluster::GpuType& type) const;
+  // What a device of `type` holds outside the model for any plan: measured by `profile
+  // --memory` where the profiles have it, else the defaults of a GPU or a CPU stand-in.
+  DeviceOverheads device_overheads(const cluster::GpuType& type) const;
+  // The bytes of a device's memory a plan may use: its memory less the options' margin.
+  double usable_memory(double device_memory) const;
   // Point-to-point: the link's table where it has one (cluster.h), else latency + bytes /
   // (bandwidth · link efficiency).
   Transfer transfer(double bytes, const cluster::Link& link) const;

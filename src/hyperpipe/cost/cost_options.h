@@ -2,6 +2,7 @@
 #pragma once
 
 #include "hyperpipe/common/quantity.h"
+#include "hyperpipe/cost/device_memory.h"
 #include "hyperpipe/model/dtype.h"
 
 namespace hyperpipe::cost {
@@ -20,15 +21,22 @@ inline constexpr double kDefaultMemoryEfficiency = 0.8;
 // bandwidth of ~230-240 GB/s on A100 NVLink (300 GB/s nominal) and ~90% on InfiniBand.
 inline constexpr double kDefaultLinkEfficiency = 0.8;
 
-// Memory a device cannot give to the model: CUDA context, cuBLAS workspaces, NCCL buffers
-// and allocator fragmentation (PyTorch reports 0.5-1 GiB for the context alone).
-inline constexpr double kDefaultReservedMemory = 1.0 * kGiB;
+// The share of each device's memory a plan leaves unused: the device-level terms
+// (device_memory.h) are each a default until `profile --memory` measures them, and a
+// prediction of a device's peak errs by a few percent (the README's memory validation
+// measures ours): a plan within 5 % of the memory is a plan at risk.
+inline constexpr double kDefaultMemoryMargin = 0.05;
 
 struct CostOptions {
   double matmul_efficiency = kDefaultMatmulEfficiency;
   double memory_efficiency = kDefaultMemoryEfficiency;
   double link_efficiency = kDefaultLinkEfficiency;
-  double reserved_memory_bytes = kDefaultReservedMemory;
+  // The share of a device's memory no plan may use (kDefaultMemoryMargin).
+  double memory_margin = kDefaultMemoryMargin;
+  // The framework that runs the plan, for its buffers (the plan's `runtime`).
+  FrameworkBuffers framework = framework_buffers("hyperpipe");
+  // CUDA_MODULE_LOADING=LAZY, PyTorch's default since 1.13: kernels load on first use.
+  bool lazy_module_loading = true;
   // fp32 products on TF32 tensor cores. PyTorch has defaulted to off since 1.12.
   bool allow_tf32 = false;
   // Megatron sequence parallelism whenever tp > 1 (Korthikanti et al., 2022): the norms'

@@ -122,7 +122,7 @@ ProfileDb ProfileDb::load(const std::string& path) {
 
 ProfileDb ProfileDb::read(const YamlField& root) {
   if (!root.is_map()) root.fail("a JSON object with \"format\" and \"entries\"");
-  root.allow_only({"format", "host", "entries", "links"});
+  root.allow_only({"format", "host", "entries", "links", "device_memory"});
   const YamlField format = root.required("format");
   if (format.as_string() != kProfileFormat) format.fail(std::string("\"") + kProfileFormat + "\"");
   ProfileDb db;
@@ -176,7 +176,45 @@ ProfileDb ProfileDb::read(const YamlField& root) {
       db.set_links(measured);
     }
   }
+  if (auto memory = root.optional("device_memory")) {
+    for (const auto& item : memory->items()) {
+      item.allow_only({"device", "context_bytes", "collective_communicator_bytes", "p2p_peer_bytes",
+                       "workspace_bytes", "allocator_ratio", "source"});
+      MeasuredDeviceMemory measured;
+      measured.device = item.required("device").as_string();
+      auto& o = measured.overheads;
+      o.context = item.required("context_bytes").as_non_negative_number();
+      o.collective_communicator =
+          item.required("collective_communicator_bytes").as_non_negative_number();
+      o.p2p_peer = item.required("p2p_peer_bytes").as_non_negative_number();
+      o.workspace = item.required("workspace_bytes").as_non_negative_number();
+      const YamlField ratio = item.required("allocator_ratio");
+      o.allocator_ratio = ratio.as_positive_number();
+      if (o.allocator_ratio < 1) ratio.fail("a ratio of reserved to allocated bytes, at least 1");
+      if (auto source = item.optional("source")) o.source = source->as_string();
+      db.set_device_memory(measured);
+    }
+  }
   return db;
+}
+
+void ProfileDb::set_device_memory(const MeasuredDeviceMemory& measured) {
+  for (auto& existing : device_memory_) {
+    if (cluster::gpu_name_key(existing.device) == cluster::gpu_name_key(measured.device)) {
+      existing = measured;
+      return;
+    }
+  }
+  device_memory_.push_back(measured);
+}
+
+const DeviceOverheads* ProfileDb::device_memory_for(const std::string& device) const {
+  for (const auto& measured : device_memory_) {
+    if (cluster::gpu_name_key(measured.device) == cluster::gpu_name_key(device)) {
+      return &measured.overheads;
+    }
+  }
+  return nullptr;
 }
 
 void ProfileDb::add(const ProfileEntry& entry) {
@@ -243,6 +281,20 @@ nlohmann::json to_json(const ProfileDb& db) {
       }
     }
     doc["links"] = links;
+  }
+  if (!db.device_memory().empty()) {
+    nlohmann::json memory = nlohmann::json::array();
+    for (const auto& m : db.device_memory()) {
+      const auto& o = m.overheads;
+      memory.push_back({{"device", m.device},
+                        {"context_bytes", o.context},
+                        {"collective_communicator_bytes", o.collective_communicator},
+                        {"p2p_peer_bytes", o.p2p_peer},
+                        {"workspace_bytes", o.workspace},
+                        {"allocator_ratio", o.allocator_ratio},
+                        {"source", o.source}});
+    }
+    doc["device_memory"] = memory;
   }
   return doc;
 }

@@ -11,6 +11,7 @@
 
 #include "hyperpipe/cluster/cluster.h"
 #include "hyperpipe/common/yaml_reader.h"
+#include "hyperpipe/cost/device_memory.h"
 #include "hyperpipe/model/dtype.h"
 #include "hyperpipe/model/layer.h"
 
@@ -57,6 +58,12 @@ struct MeasuredLinks {
   std::map<cluster::LinkLevel, cluster::Link> levels;
 };
 
+// What `profile --memory` measured a device type to hold outside the model.
+struct MeasuredDeviceMemory {
+  std::string device;  // GPU type, compared as cluster::same_gpu_name does
+  DeviceOverheads overheads;
+};
+
 struct ProfileEntry {
   ProfileKey key;
   int64_t micro_batch = 1;
@@ -95,6 +102,10 @@ class ProfileDb {
   const std::vector<MeasuredLinks>& links() const { return links_; }
   const MeasuredLinks* links_for(const std::string& cluster) const;
   void set_host(std::string host) { host_ = std::move(host); }
+  // Replaces the device memory measured for the same GPU type.
+  void set_device_memory(const MeasuredDeviceMemory& measured);
+  const std::vector<MeasuredDeviceMemory>& device_memory() const { return device_memory_; }
+  const DeviceOverheads* device_memory_for(const std::string& device) const;
 
   // Times for `micro_batch`: the measured point, or linear interpolation between the two
   // measured sizes around it, or (outside the measured range) the nearest measured point
@@ -110,6 +121,7 @@ class ProfileDb {
   std::vector<ProfileEntry> entries_;
   std::string host_;
   std::vector<MeasuredLinks> links_;
+  std::vector<MeasuredDeviceMemory> device_memory_;
 };
 
 // The database as the file format of docs/formats.md ("Profiles").

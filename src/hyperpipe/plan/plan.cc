@@ -151,7 +151,8 @@ Plan read_plan(const YamlField& root) {
                                   "gradient_reduce_dtype",
                                   "sequence_parallel",
                                   "runtime",
-                                  "shard_optimizer"};
+                                  "shard_optimizer",
+                                  "memory_margin"};
   fields.insert(fields.end(), kPipelineFields.begin(), kPipelineFields.end());
   root.allow_only(fields);
   const YamlField format = root.required("format");
@@ -178,6 +179,11 @@ Plan read_plan(const YamlField& root) {
     }
   }
   if (auto shard = root.optional("shard_optimizer")) plan.shard_optimizer = shard->as_bool();
+  if (auto margin = root.optional("memory_margin")) {
+    const double value = margin->as_non_negative_number();
+    if (value >= 1) margin->fail("a share of each device's memory, from 0 up to (not with) 1");
+    plan.memory_margin = value;
+  }
   const auto runtime = root.optional("runtime");
   if (runtime) {
     const auto framework = parse_framework(runtime->as_string());

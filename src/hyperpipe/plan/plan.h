@@ -66,6 +66,9 @@ struct Plan : Pipeline {
   // Each stage's optimizer state sharded over its dp ranks (ZeRO stage 1, Megatron-LM's
   // distributed optimizer; cost/cost_options.h). HyperPipe's runtime does not run it yet.
   bool shard_optimizer = false;
+  // The share of each device's memory the plan leaves unused (cost::CostOptions::
+  // memory_margin); unset: the cost model's default.
+  std::optional<double> memory_margin;
   std::vector<Pipeline> replicas;
 
   int pipeline_count() const { return 1 + static_cast<int>(replicas.size()); }

@@ -59,8 +59,11 @@ std::vector<std::vector<double>> tied_embedding_tails(
 struct LayerCosts {
   double time[3] = {0, 0, 0};
   double activations[3] = {0, 0, 0};
-  double static_bytes = 0;  // weights, gradients, optimizer state
-  double reserved = 0;
+  double static_bytes = 0;  // weights, gradients, optimizer state, buffers, logits
+  // What a device of a stage ending or starting here gives to the allocator's count: its
+  // usable memory less what it holds outside the allocator, over the allocator's ratio,
+  // less the workspaces.
+  double allocatable = 0;
   double allreduce = 0;
   double optimizer = 0;
 };
@@ -74,8 +77,10 @@ LayerCosts layer_costs(const cost::CostModel& costs, int layer, const cost::Devi
     const auto memory = costs.stage_memory(layer, layer + 1, group, micro_batch, seq_len, 1, r);
     one.activations[option] = memory.activations;
     if (r == model::Recompute::none) {
-      one.static_bytes = memory.weights + memory.gradients + memory.optimizer;
-      one.reserved = memory.reserved;
+      one.static_bytes = memory.static_allocated() - memory.workspaces;
+      one.allocatable = (costs.usable_memory(group.memory_bytes) - memory.outside_allocator()) /
+                            memory.allocator_ratio -
+                        memory.workspaces;
     }
   }
   one.allreduce = costs.gradient_allreduce_time(layer, layer + 1, group);
@@ -137,10 +142,12 @@ CostOracle::CostOracle(const cost::CostModel& costs, const std::vector<DeviceCla
           act[l + 1] = act[l] + one.activations[option];
         }
       }
+      // The least over the kinds: a stage's groups depend on where it sits (cost_model.h).
+      table.available = std::numeric_limits<double>::infinity();
       for (int l = 0; l < layers_; ++l) {
         const LayerCosts& one = of_kind.at(costs.model().layers()[l].kind());
         table.static_bytes[l + 1] = table.static_bytes[l] + one.static_bytes;
-        table.available = table.group.memory_bytes - one.reserved;
+        table.available = std::min(table.available, one.allocatable);
       }
       table.link.resize(classes_.size());
       for (size_t next = 0; next < classes_.size(); ++next) {

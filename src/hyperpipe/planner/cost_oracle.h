@@ -94,7 +94,7 @@ class CostOracle final : public StageOracle {
     std::vector<double> epilogue;
     double epilogue_fixed = 0;
     std::vector<double> optimizer;  // prefix sums of the optimizer step alone
-    double available = 0;           // device memory less the reserved part
+    double available = 0;           // what the allocator may hand out (LayerCosts::allocatable)
     // [next class][end]: transfer after layer end − 1.
     std::vector<std::vector<double>> link;
   };

@@ -286,12 +286,17 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
   }
   const int devices = static_cast<int>(cluster.devices().size());
   double total_memory = 0;
-  // What each GPU keeps back: its type's reserved_memory where the cluster sets one.
+  // What each GPU keeps back whatever the plan: the margin, and its type's reserved_memory
+  // where the cluster sets one, else its context and workspaces.
   double most_reserved = 0;
   double least_reserved = std::numeric_limits<double>::infinity();
   for (int d = 0; d < devices; ++d) {
-    const double reserved = costs.reserved_memory(cluster.device_type(d));
-    total_memory += cluster.device_memory(d) - reserved;
+    const auto& type = cluster.device_type(d);
+    const auto overheads = costs.device_overheads(type);
+    const double memory = cluster.device_memory(d);
+    const double reserved = memory - costs.usable_memory(memory) +
+                            type.reserved_memory.value_or(overheads.context + overheads.workspace);
+    total_memory += memory - reserved;
     most_reserved = std::max(most_reserved, reserved);
     least_reserved = std::min(least_reserved, reserved);
   }
@@ -302,7 +307,7 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
   if (static_bytes > total_memory) {
     return fmt::format(
         "no plan fits: {} needs {} for weights, gradients and Adam state, more than the {} "
-        "that all {} GPUs of {} hold together ({} reserved on each)",
+        "that all {} GPUs of {} hold together ({} kept back on each)",
         model.config().name, format_bytes(static_bytes), format_bytes(total_memory), devices,
         cluster.name(), reserved_text);
   }
@@ -315,7 +320,7 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
   return fmt::format(
       "no plan fits: {} needs {} for weights, gradients and Adam state; over at most {} "
       "stage(s) with tensor parallelism {}{} that is at least {} per GPU (its largest layer "
-      "alone {} over tp {}), plus {} reserved and the activations of the micro-batches in "
+      "alone {} over tp {}), plus {} kept back and the activations of the micro-batches in "
       "flight; the largest device has {} (global batch {})",
       model.config().name, format_bytes(static_bytes), stages, widest_tp,
       sharded ? fmt::format(" and the optimizer state sharded over all {} GPUs", devices) : "",

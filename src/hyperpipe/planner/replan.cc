@@ -18,6 +18,8 @@ cost::CostOptions costs_as_planned(const plan::Plan& previous) {
   options.gradient_reduce_dtype = previous.gradient_reduce_dtype;
   options.shard_optimizer = previous.shard_optimizer;
   options.reduce_scatter_gradients = plan::traits(previous.runtime).reduce_scatters_gradients;
+  options.framework = cost::framework_buffers(plan::to_string(previous.runtime));
+  if (previous.memory_margin) options.memory_margin = *previous.memory_margin;
   return options;
 }
 
@@ -103,6 +105,7 @@ Replanned replan(const plan::Plan& previous, const model::Model& model,
   replanned.plan = renumbered(result.best.plan, here.to_whole);
   replanned.plan.sequence_parallel = previous.sequence_parallel;
   replanned.plan.gradient_reduce_dtype = previous.gradient_reduce_dtype;
+  replanned.plan.memory_margin = previous.memory_margin;
   replanned.plan.shard_optimizer = false;
   for (int p = 0; p < replanned.plan.pipeline_count(); ++p) {
     for (const auto& stage : replanned.plan.pipeline(p).stages) {

@@ -47,7 +47,7 @@ ScoredPlan score_plan(const cost::CostModel& costs, plan::Plan plan, std::string
   scored.fits = true;
   const auto& ranks = scored.simulation.output.ranks;
   for (size_t r = 0; r < ranks.size(); ++r) {
-    scored.fits = scored.fits && ranks[r].peak_memory_bytes <= scored.simulation.memory_capacity[r];
+    scored.fits = scored.fits && ranks[r].peak_memory_bytes <= scored.simulation.memory_limit[r];
   }
   return scored;
 }
@@ -109,9 +109,11 @@ std::vector<plan::Pipeline> schedule_variants(const ScoredPlan& scored, int p,
     const auto& stage = *stages[r];
     rank_time.push_back(stage.compute.total());
     if (r + 1 < ranks) transfer.push_back(stage.activation_transfer);
-    const double spare = sim.memory_capacity[sim.first_rank[p] + r] - stage.memory.reserved -
-                         stage.memory.weights - stage.memory.gradients - stage.memory.optimizer;
-    const double per_micro_batch = std::max(stage.memory.activations, 1.0);
+    const auto& memory = stage.memory;
+    const double spare = (sim.memory_limit[sim.first_rank[p] + r] - memory.outside_allocator()) /
+                             memory.allocator_ratio -
+                         memory.static_allocated();
+    const double per_micro_batch = std::max(memory.activations + memory.pipe_buffers, 1.0);
     max_in_flight.push_back(
         std::max(1, static_cast<int>(std::min(1e6, std::floor(spare / per_micro_batch)))));
   }

@@ -149,7 +149,7 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
     cost.backward_input = report.compute.backward_input + report.compute.recompute;
     cost.backward_weight = report.compute.backward_weight;
     cost.split_extra = report.compute.split_extra;
-    cost.activation_bytes = report.memory.activations;
+    cost.activation_bytes = report.memory.activations + report.memory.pipe_buffers;
     cost.weight_gradient_bytes = report.memory.weight_gradient_activations;
     cost.static_bytes = report.memory.weights + report.memory.gradients + report.memory.optimizer;
     cost.allreduce = costs.gradient_allreduce_time(stage.first_layer, stage.end_layer, group);
@@ -163,8 +163,18 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
     result.stages.push_back(report);
   }
   for (int r = 0; r < pipeline.ranks(); ++r) {
-    input.reserved_bytes.push_back(result.stages[first_report + r].memory.reserved);
+    // Per device, not per chunk: its first chunk's.
+    const cost::StageMemory& device = result.stages[first_report + r].memory;
+    input.reserved_bytes.push_back(device.outside_allocator());
+    input.allocator_ratio.push_back(device.allocator_ratio);
+    double buffers = device.workspaces;
+    for (size_t c = first_report + r; c < result.stages.size(); c += pipeline.ranks()) {
+      const cost::StageMemory& chunk = result.stages[c].memory;
+      buffers += chunk.framework + chunk.logits;
+    }
+    input.buffer_bytes.push_back(buffers);
     result.memory_capacity.push_back(groups[r].memory_bytes);
+    result.memory_limit.push_back(costs.usable_memory(groups[r].memory_bytes));
     result.devices += static_cast<int>(pipeline.stages[r].devices.size());
   }
 
@@ -200,6 +210,39 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
   input.global_norm = global_norm_time(costs, plan);
   input.p2p = options.p2p.value_or(plan::blocks_on_p2p(plan) ? P2pMode::blocking : P2pMode::async);
   return input;
+}
+
+// Per rank, its device's peak by term: the static terms of every chunk it holds, its first
+// chunk's device-level terms, the activations at the simulated peak.
+std::vector<cost::StageMemory> device_peaks(const PlanSimulation& simulation) {
+  std::vector<cost::StageMemory> peaks;
+  for (int p = 0; p < simulation.pipelines(); ++p) {
+    const auto stages = simulation.pipeline_stages(p);
+    const int ranks = simulation.schedules[p].ranks;
+    for (int r = 0; r < ranks; ++r) {
+      cost::StageMemory peak = stages[r]->memory;
+      for (size_t c = r + ranks; c < stages.size(); c += ranks) {
+        const cost::StageMemory& chunk = stages[c]->memory;
+        peak.weights += chunk.weights;
+        peak.gradients += chunk.gradients;
+        peak.optimizer += chunk.optimizer;
+        peak.framework += chunk.framework;
+        peak.logits += chunk.logits;
+      }
+      const int rank = simulation.first_rank[p] + r;
+      const double in_flight = simulation.output.ranks[rank].peak_activation_bytes;
+      // The simulator counts activations and kept outputs together; split them as one
+      // micro-batch's are.
+      const double per_micro_batch = peak.activations + peak.pipe_buffers;
+      const double share = per_micro_batch > 0 ? peak.activations / per_micro_batch : 1.0;
+      peak.activations = in_flight * share;
+      peak.pipe_buffers = in_flight - peak.activations;
+      peak.weight_gradient_activations = 0;
+      peak.allocator = (peak.allocator_ratio - 1) * peak.allocated();
+      peaks.push_back(peak);
+    }
+  }
+  return peaks;
 }
 
 }  // namespace
@@ -238,6 +281,8 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
   // Likewise the sharded optimizer.
   planned.shard_optimizer = plan.shard_optimizer || given.options().shard_optimizer;
   planned.reduce_scatter_gradients = plan::traits(plan.runtime).reduce_scatters_gradients;
+  planned.framework = cost::framework_buffers(plan::to_string(plan.runtime));
+  if (plan.memory_margin) planned.memory_margin = *plan.memory_margin;
   const cost::CostModel costs = given.with_options(planned);
   const auto& cluster = costs.cluster();
   const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
@@ -289,6 +334,7 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
     }
   }
 
+  result.device_peaks = device_peaks(result);
   const double tokens = static_cast<double>(plan.global_batch()) * static_cast<double>(seq);
   result.tokens_per_s = tokens / time;
   result.model_flops =

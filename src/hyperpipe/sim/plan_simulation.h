@@ -47,6 +47,10 @@ struct PlanSimulation {
   std::vector<StageReport> stages;
   SimOutput output;                     // iteration_time: of the whole plan
   std::vector<double> memory_capacity;  // per rank: memory of its smallest device
+  std::vector<double> memory_limit;     // per rank: what a plan may use of it (the margin off)
+  // Per rank: its device's predicted peak by term (device_memory.h), activations as the
+  // schedule holds them at their peak; total() is output.ranks[r].peak_memory_bytes.
+  std::vector<cost::StageMemory> device_peaks;
   int devices = 0;
   double tokens_per_s = 0;
   double model_flops = 0;             // per iteration, without recomputation

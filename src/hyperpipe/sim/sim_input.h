@@ -55,7 +55,12 @@ struct SimInput {
   std::vector<StageCost> stages;          // per pipeline stage
   std::vector<TransferCost> activations;  // [s]: stage s to stage s + 1
   std::vector<TransferCost> gradients;    // [s]: stage s + 1 back to stage s
-  std::vector<double> reserved_bytes;     // per rank: memory no stage can use
+  std::vector<double> reserved_bytes;     // per rank: memory held outside the allocator
+  // Per rank: the caching allocator's reserved over allocated bytes (empty: 1).
+  std::vector<double> allocator_ratio;
+  // Per rank: what the allocator holds all step besides the stages' static bytes (the
+  // framework's buffers, the loss's logits, workspaces; empty: none).
+  std::vector<double> buffer_bytes;
   // The epilogue's collectives (their ops in the schedule, schedule/epilogue.h): the tied
   // embedding's gradient sum between the first and the last stage's groups, and the
   // global norm's sum over every rank.

@@ -63,8 +63,7 @@ class Engine {
     }
     for (int r = 0; r < s_.ranks; ++r) {
       out_.timeline.tracks[r].static_bytes = static_bytes_[r];
-      static_bytes_[r] += in_.reserved_bytes.empty() ? 0.0 : in_.reserved_bytes[r];
-      out_.timeline.tracks[r].memory.push_back({0.0, static_bytes_[r]});
+      out_.timeline.tracks[r].memory.push_back({0.0, held(r, 0.0)});
     }
   }
 
@@ -311,21 +310,21 @@ class Engine {
       in_use_[r] += cost.activation_bytes;
       stats.peak_in_flight = std::max(stats.peak_in_flight, ++in_flight_[r]);
       stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, in_use_[r]);
-      track.memory.push_back({start, static_bytes_[r] + in_use_[r]});
+      track.memory.push_back({start, held(r, in_use_[r])});
     } else if (op.kind == OpKind::backward_input) {
       // B frees what only it needed; W's inputs stay until W (with recomputation they may
       // exceed what F kept).
       in_use_[r] += cost.weight_gradient_bytes - cost.activation_bytes;
       --in_flight_[r];
       stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, in_use_[r]);
-      track.memory.push_back({end, static_bytes_[r] + in_use_[r]});
+      track.memory.push_back({end, held(r, in_use_[r])});
     } else if (op.kind == OpKind::backward_weight) {
       in_use_[r] -= cost.weight_gradient_bytes;
-      track.memory.push_back({end, static_bytes_[r] + in_use_[r]});
+      track.memory.push_back({end, held(r, in_use_[r])});
     } else {
       in_use_[r] -= cost.activation_bytes;
       --in_flight_[r];
-      track.memory.push_back({end, static_bytes_[r] + in_use_[r]});
+      track.memory.push_back({end, held(r, in_use_[r])});
     }
     return Next::at_compute_free;
   }
@@ -416,7 +415,7 @@ class Engine {
     for (int r = 0; r < s_.ranks; ++r) {
       RankStats& stats = out_.ranks[r];
       stats.end = reduced(r);  // a schedule without an epilogue ends at its last op
-      stats.peak_memory_bytes = static_bytes_[r] + stats.peak_activation_bytes;
+      stats.peak_memory_bytes = held(r, stats.peak_activation_bytes);
       out_.iteration_time = std::max(out_.iteration_time, stats.end);
     }
     for (auto& stats : out_.ranks) {
@@ -445,6 +444,15 @@ class Engine {
   std::vector<double> in_use_;       // activation bytes held per rank
   std::vector<int> in_flight_;
   std::vector<double> static_bytes_;
+
+  // What rank r's device holds with `activations` bytes of activations in flight: the
+  // bytes outside the allocator, and the allocator's reserve for the rest.
+  double held(int r, double activations) const {
+    const double outside = in_.reserved_bytes.empty() ? 0.0 : in_.reserved_bytes[r];
+    const double ratio = in_.allocator_ratio.empty() ? 1.0 : in_.allocator_ratio[r];
+    const double buffers = in_.buffer_bytes.empty() ? 0.0 : in_.buffer_bytes[r];
+    return outside + ratio * (static_bytes_[r] + buffers + activations);
+  }
   std::vector<bool> reduced_;  // per rank: its buckets all reduced (stats.reduced set)
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   SimOutput out_;
@@ -459,7 +467,10 @@ SimOutput simulate(const SimInput& input) {
       static_cast<int>(input.stages.size()) != stages ||
       static_cast<int>(input.activations.size()) != stages - 1 ||
       static_cast<int>(input.gradients.size()) != stages - 1 ||
-      (!input.reserved_bytes.empty() && static_cast<int>(input.reserved_bytes.size()) != s.ranks)) {
+      (!input.reserved_bytes.empty() && static_cast<int>(input.reserved_bytes.size()) != s.ranks) ||
+      (!input.allocator_ratio.empty() &&
+       static_cast<int>(input.allocator_ratio.size()) != s.ranks) ||
+      (!input.buffer_bytes.empty() && static_cast<int>(input.buffer_bytes.size()) != s.ranks)) {
     throw std::invalid_argument(
         fmt::format("simulator input: {} stages need {} stage costs and {} transfer costs each way",
                     stages, stages, stages - 1));

@@ -29,7 +29,8 @@ struct RankStats {
   double compute_end = 0;  // finish of the last compute op
   double end = 0;          // finish of the optimizer step
   double peak_activation_bytes = 0;
-  double peak_memory_bytes = 0;  // static + reserved + peak activations
+  // reserved + allocator ratio × (static + peak activations): as the device counts it
+  double peak_memory_bytes = 0;
   int peak_in_flight = 0;
 
   // The time spent in the epilogue's collectives (RS, TE, GN).

@@ -1,0 +1,67 @@
+// What a device holds for a training process besides the model's own tensors, term by
+// term: the framework's buffers, the loss's logits at vocabulary size, library workspaces,
+// the caching allocator's overhead, the communicators the plan opens and the CUDA context
+// with its kernel images. Each default names its source beside it (device_memory.cc);
+// `profile --memory` measures a device's own and they replace the defaults.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hyperpipe::cost {
+
+// How a framework keeps its gradients and exchanges, as far as memory goes. The weights,
+// the fp32 main grads and the optimizer state (master, moments; 1/dp of them sharded) are
+// the cost model's own count; these are what a framework holds on top.
+struct FrameworkBuffers {
+  std::string_view runtime;  // "hyperpipe", "megatron", "deepspeed", "torchtitan"
+  // Per parameter, a 16-bit model's 16-bit .grad beside its fp32 accumulation buffer.
+  double half_grad_bytes = 0;
+  // With the optimizer sharded, a sharded copy of the gradients (1/dp per parameter, in
+  // the main grads' type) beside the whole ones.
+  bool sharded_grad_copy = false;
+  // The main-grad buffer is in the plan's gradient-reduction type (bf16 halves it).
+  bool main_grads_in_reduce_dtype = false;
+  // Each micro-batch's stage output is kept until its backward.
+  bool keeps_stage_outputs = false;
+  // The loss upcasts 16-bit logits to fp32 before the softmax.
+  bool fp32_loss = false;
+  std::string_view source;
+};
+
+// Throws std::invalid_argument for a runtime not listed above.
+const FrameworkBuffers& framework_buffers(std::string_view runtime);
+
+// What one device of a kind holds outside the model for any plan: defaults for a GPU or a
+// CPU stand-in, or what `profile --memory` measured on it.
+struct DeviceOverheads {
+  double context = 0;  // CUDA context and kernel images (a stand-in: its process's own)
+  // One collective communicator's buffers (a tensor-, data-parallel, tied or world group).
+  double collective_communicator = 0;
+  double p2p_peer = 0;         // point-to-point buffers with one pipeline neighbour
+  double workspace = 0;        // cuBLAS's workspace, through the allocator
+  double allocator_ratio = 1;  // the caching allocator's reserved over allocated bytes
+  std::string source;          // "defaults" or where they were measured
+};
+
+// A GPU's defaults; `lazy_loading` as CUDA_MODULE_LOADING=LAZY (PyTorch's default).
+DeviceOverheads gpu_defaults(bool lazy_loading = true);
+// A CPU process standing in for a GPU type: what the model's tensors do not account for
+// is the process's own, which `profile --memory` measures; unmeasured, none.
+DeviceOverheads stand_in_defaults();
+
+// The groups one device of a stage talks in, each a communicator of its own.
+struct Communicators {
+  int collective = 0;  // tensor-, data-parallel, tied-embedding and world groups
+  int p2p_peers = 0;   // pipeline neighbours
+};
+
+// One named term of a device's peak, with where its figure comes from.
+struct MemoryTerm {
+  std::string name;  // as reports and JSON name it: "weights", "communicators", …
+  double bytes = 0;
+  std::string source;
+};
+
+}  // namespace hyperpipe::cost

@@ -1,0 +1,227 @@
+// The device-level memory terms: which communicators a stage opens, what each framework
+// keeps, the logits' spike, the allocator's share, and measured overheads replacing the
+// defaults. Expected values are closed forms from the sources device_memory.cc names.
+#include "hyperpipe/cost/device_memory.h"
+
+#include <gtest/gtest.h>
+
+#include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/common/error.h"
+#include "hyperpipe/common/quantity.h"
+#include "hyperpipe/common/yaml_reader.h"
+#include "hyperpipe/cost/cost_model.h"
+#include "hyperpipe/model/catalogue.h"
+#include "test_files.h"
+
+namespace hyperpipe::cost {
+namespace {
+
+using model::Recompute;
+
+model::Model catalogue_model(const char* name) {
+  return model::Model(*model::find_catalogue_model(name));
+}
+
+cluster::Cluster two_nodes() {
+  return cluster::read_cluster_yaml(YamlField::load_string(R"(
+    gpu_types: [{name: Big, memory: 80 GiB, memory_bandwidth: 2000 GB/s,
+                 peak: {fp32: 60, bf16: 900, fp16: 900}}]
+    nodes: [{name: a, gpu: Big, count: 8}, {name: b, gpu: Big, count: 8}]
+    links: {intra_node: {bandwidth: 300 GB/s, latency: 5 us},
+            intra_island: {bandwidth: 25 GB/s, latency: 10 us}})",
+                                                           "two-nodes"));
+}
+
+model::Model bf16(const char* name) {
+  auto config = *model::find_catalogue_model(name);
+  config.dtype = model::DType::bf16;
+  return model::Model(config);
+}
+
+TEST(DeviceMemory, DefaultsAreTheSourcesClosedForms) {
+  const DeviceOverheads lazy = gpu_defaults(true);
+  EXPECT_DOUBLE_EQ(lazy.context, 287'047'680);
+  EXPECT_DOUBLE_EQ(gpu_defaults(false).context, 666'632'192);
+  // 32 channels × (4 MiB Simple + 512 KiB LL + 4,915,200 B LL128).
+  EXPECT_DOUBLE_EQ(lazy.collective_communicator, 32 * (4 * kMiB + 512 * kKiB + 4'915'200));
+  EXPECT_DOUBLE_EQ(lazy.p2p_peer, 16 * kMiB);
+  EXPECT_DOUBLE_EQ(lazy.workspace, 32 * kMiB);
+  EXPECT_GE(lazy.allocator_ratio, 1.0);
+  const DeviceOverheads stand_in = stand_in_defaults();
+  EXPECT_DOUBLE_EQ(
+      stand_in.context + stand_in.collective_communicator + stand_in.p2p_peer + stand_in.workspace,
+      0);
+  EXPECT_DOUBLE_EQ(stand_in.allocator_ratio, 1);
+  EXPECT_THROW(framework_buffers("colossalai"), std::invalid_argument);
+}
+
+// Which groups a stage talks in follows from where it sits and how it is split.
+TEST(DeviceMemory, CommunicatorsFollowTheStagesPlaceAndShape) {
+  const auto model = catalogue_model("gpt3-1.3b");  // tied embeddings, 26 layers
+  ASSERT_TRUE(model.config().tied_embeddings);
+  const int layers = model.num_layers();
+  const auto cluster = two_nodes();
+  const CostModel costs(model, cluster);
+  const DeviceOverheads d = gpu_defaults();
+  const auto memory = [&](int first, int last, int dp, int tp) {
+    const auto group = first_devices_of_type(cluster, "Big", dp, tp);
+    return costs.stage_memory(first, last, group, dp, 2048, 1, Recompute::full).communicators;
+  };
+  // The whole model on one device: it talks to no one.
+  EXPECT_DOUBLE_EQ(memory(0, layers, 1, 1), 0);
+  // Alone but data parallel: the dp group and the world.
+  EXPECT_DOUBLE_EQ(memory(0, layers, 2, 1), 2 * d.collective_communicator);
+  // A middle stage at dp 2 × tp 2: tp, dp and world groups, two neighbours.
+  EXPECT_DOUBLE_EQ(memory(3, 9, 2, 2), 3 * d.collective_communicator + 2 * d.p2p_peer);
+  // The first stage of a tied model: the tied embedding's group and the world, one
+  // neighbour; the last stage the same.
+  EXPECT_DOUBLE_EQ(memory(0, 9, 1, 1), 2 * d.collective_communicator + d.p2p_peer);
+  EXPECT_DOUBLE_EQ(memory(9, layers, 1, 1), 2 * d.collective_communicator + d.p2p_peer);
+}
+
+// Per parameter on top of 2 + 4 (+ 12/dp) bytes: DeepSpeed's 16-bit .grad, torchtitan's
+// sharded fp32 gradient, Megatron-LM's main grads in the reduce type.
+TEST(DeviceMemory, FrameworksKeepTheirOwnGradientBuffers) {
+  const auto model = bf16("gpt3-1.3b");
+  const auto cluster = two_nodes();
+  const auto group = first_devices_of_type(cluster, "Big", 4, 1);
+  const auto with = [&](const char* runtime, bool sharded, model::DType reduce) {
+    CostOptions options;
+    options.framework = framework_buffers(runtime);
+    options.shard_optimizer = sharded;
+    options.gradient_reduce_dtype = reduce;
+    return CostModel(model, cluster, options)
+        .stage_memory(3, 9, group, 4, 2048, 1, Recompute::full);
+  };
+  const double params = CostModel(model, cluster).range_params(3, 9, 1);
+  const auto fp32 = model::DType::fp32;
+  EXPECT_DOUBLE_EQ(with("hyperpipe", true, fp32).framework, 0);
+  EXPECT_DOUBLE_EQ(with("megatron", true, fp32).framework, 0);
+  EXPECT_DOUBLE_EQ(with("deepspeed", true, fp32).framework, 2 * params);
+  EXPECT_DOUBLE_EQ(with("torchtitan", true, fp32).framework, 4 * params / 4);
+  EXPECT_DOUBLE_EQ(with("torchtitan", false, fp32).framework, 0);
+  const StageMemory megatron_bf16 = with("megatron", true, model::DType::bf16);
+  EXPECT_DOUBLE_EQ(megatron_bf16.gradients, 2 * params);
+  EXPECT_DOUBLE_EQ(with("hyperpipe", true, model::DType::bf16).gradients, 4 * params);
+  // An fp32 model keeps no 16-bit copy.
+  CostOptions deepspeed;
+  deepspeed.framework = framework_buffers("deepspeed");
+  const auto fp32_model = catalogue_model("gpt2");
+  auto config = fp32_model.config();
+  config.dtype = model::DType::fp32;
+  const model::Model full(config);
+  EXPECT_DOUBLE_EQ(CostModel(full, cluster, deepspeed)
+                       .stage_memory(1, 3, group, 4, 1024, 1, Recompute::full)
+                       .framework,
+                   0);
+}
+
+// DeepSpeed keeps each micro-batch's output until its backward; the head's stage sends none.
+TEST(DeviceMemory, DeepSpeedKeepsOutputsInFlight) {
+  const auto model = bf16("gpt3-1.3b");
+  const auto cluster = two_nodes();
+  const auto group = first_devices_of_type(cluster, "Big", 1, 1);
+  CostOptions options;
+  options.framework = framework_buffers("deepspeed");
+  const CostModel costs(model, cluster, options);
+  const model::Workload work{2, 2048, 1, false};
+  const double output = static_cast<double>(model.layers()[8].output_bytes(work));
+  EXPECT_DOUBLE_EQ(costs.stage_memory(3, 9, group, 2, 2048, 3, Recompute::none).pipe_buffers,
+                   3 * output);
+  EXPECT_DOUBLE_EQ(
+      costs.stage_memory(9, model.num_layers(), group, 2, 2048, 3, Recompute::none).pipe_buffers,
+      0);
+  EXPECT_DOUBLE_EQ(
+      CostModel(model, cluster).stage_memory(3, 9, group, 2, 2048, 3, Recompute::none).pipe_buffers,
+      0);
+}
+
+// The loss's logits: b · s · V / tp of them beside the saved softmax, plus their fp32 copy
+// where the framework upcasts a 16-bit model's.
+TEST(DeviceMemory, LogitsSpikeOnTheHeadsStage) {
+  const auto model = bf16("gpt3-1.3b");
+  const auto cluster = two_nodes();
+  const int layers = model.num_layers();
+  const double vocab = static_cast<double>(model.config().vocab);
+  for (int tp : {1, 2}) {
+    const auto group = first_devices_of_type(cluster, "Big", 2, tp);
+    const double logits = 4.0 / 2 * 2048 * vocab / tp;  // micro-batch 4 over dp 2
+    const CostModel ours(model, cluster);
+    EXPECT_DOUBLE_EQ(ours.stage_memory(9, layers, group, 4, 2048, 1, Recompute::none).logits,
+                     2 * logits);
+    CostOptions megatron;
+    megatron.framework = framework_buffers("megatron");
+    EXPECT_DOUBLE_EQ(CostModel(model, cluster, megatron)
+                         .stage_memory(9, layers, group, 4, 2048, 1, Recompute::none)
+                         .logits,
+                     (2 + 4) * logits);
+    EXPECT_DOUBLE_EQ(ours.stage_memory(3, 9, group, 4, 2048, 1, Recompute::none).logits, 0);
+  }
+}
+
+// The total is the allocator's reserve of what it hands out plus what lies outside it.
+TEST(DeviceMemory, TotalIsAllocatorReserveAndWhatLiesOutside) {
+  const auto model = bf16("gpt3-1.3b");
+  const auto cluster = two_nodes();
+  const CostModel costs(model, cluster);
+  const auto group = first_devices_of_type(cluster, "Big", 2, 2);
+  const StageMemory m = costs.stage_memory(3, 9, group, 2, 2048, 2, Recompute::none);
+  const DeviceOverheads d = gpu_defaults();
+  EXPECT_DOUBLE_EQ(m.allocator, (d.allocator_ratio - 1) * m.allocated());
+  EXPECT_DOUBLE_EQ(m.total(), d.allocator_ratio * m.allocated() + m.communicators + m.context);
+  EXPECT_DOUBLE_EQ(m.device_peak(m.activations + m.pipe_buffers), m.total());
+  double sum = 0;
+  for (const auto& term : m.terms()) {
+    EXPECT_FALSE(term.source.empty()) << term.name;
+    sum += term.bytes;
+  }
+  EXPECT_NEAR(sum, m.total(), 1e-6 * m.total());
+  EXPECT_DOUBLE_EQ(costs.usable_memory(80 * kGiB), 80 * kGiB * (1 - kDefaultMemoryMargin));
+}
+
+// What profile --memory measured for a type replaces the defaults, for that type only; a
+// CPU stand-in type gets the stand-in defaults.
+TEST(DeviceMemory, MeasuredOverheadsReplaceTheDefaults) {
+  const auto model = catalogue_model("gpt2");
+  const auto cluster = two_nodes();
+  ProfileDb profiles;
+  DeviceOverheads measured;
+  measured.context = 500 * kMiB;
+  measured.collective_communicator = 100 * kMiB;
+  measured.p2p_peer = 10 * kMiB;
+  measured.workspace = 8 * kMiB;
+  measured.allocator_ratio = 1.1;
+  measured.source = "profile --memory";
+  profiles.set_device_memory({"big", measured});
+  const CostModel costs(model, cluster, {}, &profiles);
+  const auto type = cluster.gpu_type("Big");
+  EXPECT_DOUBLE_EQ(costs.device_overheads(type).context, 500 * kMiB);
+  const auto group = first_devices_of_type(cluster, "Big", 2, 1);
+  const StageMemory m = costs.stage_memory(2, 6, group, 2, 1024, 1, Recompute::none);
+  EXPECT_DOUBLE_EQ(m.communicators, 2 * 100 * kMiB + 2 * 10 * kMiB);
+  EXPECT_DOUBLE_EQ(m.allocator_ratio, 1.1);
+  auto stand_in = type;
+  stand_in.name = "Other";
+  stand_in.speed = 1.0;
+  EXPECT_DOUBLE_EQ(costs.device_overheads(stand_in).context, 0);
+
+  // And it survives the file format.
+  const std::string path = testing::write_temp_file("device-memory.json", to_json(profiles).dump());
+  const ProfileDb loaded = ProfileDb::load(path);
+  ASSERT_NE(loaded.device_memory_for("Big"), nullptr);
+  EXPECT_DOUBLE_EQ(loaded.device_memory_for("Big")->allocator_ratio, 1.1);
+  EXPECT_EQ(loaded.device_memory_for("Big")->source, "profile --memory");
+}
+
+TEST(DeviceMemory, ARatioBelowOneIsRefusedNamingTheField) {
+  const std::string path = testing::write_temp_file("bad-ratio.json", R"({
+    "format": "hyperpipe.profiles/1", "entries": [],
+    "device_memory": [{"device": "H100", "context_bytes": 1, "collective_communicator_bytes": 1,
+                       "p2p_peer_bytes": 1, "workspace_bytes": 1, "allocator_ratio": 0.9}]})");
+  const std::string message = testing::error_message<InputError>([&] { ProfileDb::load(path); });
+  EXPECT_NE(message.find("allocator_ratio"), std::string::npos) << message;
+  EXPECT_NE(message.find("at least 1"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace hyperpipe::cost
