@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "run_helpers.h"
 
@@ -165,9 +166,19 @@ TEST(Memory, SequenceParallelismKeepsWhatTheCostModelPredicts) {
 // part of the parameters only: 8 + 8/dp bytes per fp32 parameter, 6 + 12/dp per bf16 one,
 // as the cost model counts them. Exactly, but that parts of unequal length (dp 3) differ
 // from a third by less than an element or two of 12 bytes each; and the allocator's count
-// at the step's start drops by the saving the cost model predicts.
+// at the step's start drops by the saving the cost model predicts. That count is the
+// whole process's heap (101 MB here, of which the model's 9 MB): what libtorch, c10d and
+// Gloo hold besides moves one rank's count now and then by up to a third of the saving
+// (2.3 of 6.9 MB once in CI), so every rank must save, and the ranks' median must save
+// what the cost model says.
 constexpr double kPartRoundingBytes = 2 * 12;
 constexpr double kMeasuredSavingTolerance = 0.1;
+constexpr double kOneRanksSavingFloor = 0.5;
+
+double median_of_three(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[1];
+}
 
 TEST(Memory, AShardedOptimizerHoldsWhatTheCostModelCounts) {
   const char* dp_three = R"("micro_batch_size": 6, "micro_batches": 2, "schedule": "1f1b",
@@ -176,19 +187,22 @@ TEST(Memory, AShardedOptimizerHoldsWhatTheCostModelCounts) {
     const MeasuredRun whole = run_with("none", model, "", dp_three);
     const MeasuredRun sharded =
         run_with("none", model, "", std::string(R"("shard_optimizer": true, )") + dp_three);
+    ASSERT_EQ(whole.measured.size(), 3u);
     ASSERT_EQ(sharded.measured.size(), 3u);   // a track per rank
     ASSERT_EQ(sharded.predicted.size(), 1u);  // a track per device group
     const double saving = whole.predicted[0].static_bytes - sharded.predicted[0].static_bytes;
     EXPECT_GT(saving, 0.5 * whole.predicted[0].static_bytes / 3) << model;
+    std::vector<double> measured_savings;
     for (size_t r = 0; r < 3; ++r) {
       EXPECT_DOUBLE_EQ(whole.measured[r].static_bytes, whole.predicted[0].static_bytes) << r;
       EXPECT_NEAR(sharded.measured[r].static_bytes, sharded.predicted[0].static_bytes,
                   kPartRoundingBytes)
           << r << " " << model;
-      EXPECT_NEAR(whole.measured[r].at_start - sharded.measured[r].at_start, saving,
-                  kMeasuredSavingTolerance * saving)
-          << r << " " << model;
+      measured_savings.push_back(whole.measured[r].at_start - sharded.measured[r].at_start);
+      EXPECT_GT(measured_savings.back(), kOneRanksSavingFloor * saving) << r << " " << model;
     }
+    EXPECT_NEAR(median_of_three(measured_savings), saving, kMeasuredSavingTolerance * saving)
+        << model;
   }
 }
 
