@@ -3,7 +3,8 @@
 # configures against the torch of that machine's python3 (HYPERPIPE_PYTHON: a CUDA build,
 # with NCCL) and the libraries scripts/pack-gpu-deps.sh packed into .gpu-deps/, builds,
 # prints `hyperpipe --version` there, runs the runtime's unit tests on
-# that libtorch, profiles the block of a GPT-3 1.3B-shaped model on the GPU, trains the
+# that libtorch, profiles the block of a GPT-3 1.3B-shaped model on the GPU and what the
+# device holds besides (profile --memory), trains the
 # shipped tiny-gpt on one GPU in bf16 with each recomputation mode (printing predicted
 # against measured time and memory), and, with two GPUs or more, the multi-process
 # equivalence tests over NCCL. Everything it prints also goes to $OUT/gpu-check.log (or
@@ -65,6 +66,10 @@ step "profile: the embedding, a block and the head of a GPT-3 1.3B shape on the 
 "$HP" describe --model gpt3-1.3b --cluster "$WORK/h200.yaml" --micro-batch 2 \
   --profiles "$WORK/profiles.json" 2> /dev/null | head -40 || true
 
+step "profile --memory: the context, cuBLAS's workspace, the allocator's reserve (and NCCL's with two GPUs)"
+"$HP" profile --memory --model gpt3-1.3b --device cuda --as H200 --micro-batch 2 --seq 2048 \
+  --out "$WORK/profiles.json"
+
 step "train tiny-gpt on one GPU in bf16 with each recomputation mode"
 for recompute in none selective full; do
   cat > "$WORK/plan-$recompute.json" << JSON
@@ -74,7 +79,7 @@ for recompute in none selective full; do
 JSON
   echo "-- recompute $recompute"
   "$HP" launch --plan "$WORK/plan-$recompute.json" --data examples/data/corpus.txt --steps 30 \
-    --device cuda --dtype bf16 --metrics "$WORK/metrics-$recompute.jsonl" \
+    --device cuda --dtype bf16 --profiles "$WORK/profiles.json" --metrics "$WORK/metrics-$recompute.jsonl" \
     --timeline "$WORK/timeline-$recompute.json" | grep -v "^\[rank 0\] step [0-9]*/" || exit 1
 done
 

@@ -45,6 +45,58 @@ TEST(TimelineComparison, MemoryPerGroupFromTheSamples) {
   EXPECT_NE(out.str().find("-9.1%"), std::string::npos) << out.str();
 }
 
+// The device's peak as the system saw it (a process's resident set, a GPU's reserve and
+// what lies outside it) against the predicted peak: the largest of a group's processes,
+// through the timeline file's form; a stand-in predicted without its process's own memory
+// is pointed to profile --memory.
+TEST(TimelineComparison, DevicePeakOfTheGroupsLargestProcess) {
+  trace::Timeline predicted;
+  trace::Track p{"stage 0: A100 ×2 [0-1]", {0, 1}, {{"F", 0, 0, 0, 0.0, 0.001}}, {}, {}, {}};
+  p.static_bytes = 100;
+  p.memory = {{0.0, 1100}, {0.001, 1600}};
+  predicted.tracks = {p};
+  trace::Timeline measured;
+  trace::Track first{"rank 0", {0}, {{"F", 0, 0, 0, 0.0, 0.002}}, {}, {}, {}};
+  first.static_bytes = 100;
+  first.memory = {{0.0, 150}, {0.002, 700}};
+  first.device_peak_bytes = 2000;
+  trace::Track second = first;
+  second.name = "rank 1";
+  second.devices = {1};
+  second.device_peak_bytes = 2500;
+  measured.tracks = {trace::track_from_json(trace::track_to_json(first)),
+                     trace::track_from_json(trace::track_to_json(second))};
+  const auto report = compare_timelines(predicted, measured);
+  ASSERT_EQ(report["groups"].size(), 1u);
+  const auto& group = report["groups"][0];
+  EXPECT_DOUBLE_EQ(group["predicted_device_peak_bytes"].get<double>(), 1600);
+  EXPECT_DOUBLE_EQ(group["measured_device_peak_bytes"].get<double>(), 2500);
+  EXPECT_DOUBLE_EQ(group["device_peak_error"].get<double>(), 1600.0 / 2500 - 1);
+  std::ostringstream out;
+  print_comparison(report, out);
+  EXPECT_NE(out.str().find("Device peak predicted"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("-36.0%"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("profile --memory"), std::string::npos) << out.str();
+
+  measured.tracks[1].device_peak_bytes = 4000;  // the predicted peak is 40% of it
+  std::ostringstream unpredicted;
+  print_comparison(compare_timelines(predicted, measured), unpredicted);
+  EXPECT_NE(unpredicted.str().find("hyperpipe profile --memory"), std::string::npos)
+      << unpredicted.str();
+
+  // A prediction whose allocated bytes carry the allocator's reserve: its activations are
+  // the model's again, without it.
+  predicted.tracks[0].allocator_ratio = 1.25;
+  predicted.tracks[0] = trace::track_from_json(trace::track_to_json(predicted.tracks[0]));
+  EXPECT_DOUBLE_EQ(compare_timelines(predicted, measured)["groups"][0]["predicted_activation_bytes"]
+                       .get<double>(),
+                   500 / 1.25);
+
+  // Processes that did not measure it (an older timeline file): no device peak.
+  for (auto& track : measured.tracks) track.device_peak_bytes = 0;
+  EXPECT_FALSE(compare_timelines(predicted, measured)["groups"][0].contains("device_peak_error"));
+}
+
 // Timelines of different plans are told apart: devices the prediction has no group for,
 // a group no process ran, or a group whose ops differ.
 TEST(TimelineComparison, TellsTimelinesOfAnotherPlan) {

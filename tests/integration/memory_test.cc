@@ -206,5 +206,54 @@ TEST(Memory, AShardedOptimizerHoldsWhatTheCostModelCounts) {
   }
 }
 
+// `profile --memory` files what a training process holds besides the model under the
+// type named, and a run with that profile is predicted with it: each device's predicted
+// first sample is the measured context and communicators plus the allocator's share of
+// the static bytes; every process reports the peak the system saw, and a process of the
+// same binary holds at least what the idle profiling one did.
+constexpr double kSameBinarySlack = 0.8;
+constexpr int kMostCommunicatorsPerDevice = 4;  // its tp, dp, tied-embedding and world groups
+
+TEST(Memory, ARunIsPredictedWithTheDeviceMemoryItsHostMeasured) {
+  const std::string dir = prepare("memory-profiled", kMeasuredGpt,
+                                  std::string(R"("recompute": "none", )") + kTwoStages);
+  ASSERT_EQ(
+      run_command(kBinary + " profile --memory --model " + dir +
+                  "/model.yaml --as A100-80GB --micro-batch 4 --out " + dir +
+                  "/profiles.json --format json > " + dir + "/memory.json 2> " + dir + "/err.txt"),
+      0)
+      << slurp(dir + "/err.txt");
+  const auto doc = nlohmann::json::parse(slurp(dir + "/memory.json"));
+  EXPECT_EQ(doc["format"], "hyperpipe.profiling/1");
+  ASSERT_EQ(doc["device_memory"].size(), 1u);
+  const auto& measured = doc["device_memory"][0];
+  EXPECT_EQ(measured["device"], "A100-80GB");
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/profiles.json"))["device_memory"],
+            doc["device_memory"]);
+  const double context = measured["context_bytes"].get<double>();
+  const double collective = measured["collective_communicator_bytes"].get<double>();
+  const double ratio = measured["allocator_ratio"].get<double>();
+  EXPECT_GT(context, 0);
+
+  const int code = run_command(kBinary + " launch --plan " + dir + "/plan.json --data " + kCorpus +
+                               " --steps 3 --profiles " + dir + "/profiles.json" + " --timeline " +
+                               dir + "/measured.json --timeout 30 > " + dir + "/log.txt 2>&1");
+  ASSERT_EQ(code, 0) << slurp(dir + "/log.txt");
+  const auto predicted = nlohmann::json::parse(slurp(dir + "/measured.predicted.json"));
+  for (const auto& track : predicted["tracks"]) {
+    const double first = track["memory"][0][1].get<double>();
+    const double outside = first - ratio * track["static_bytes"].get<double>();
+    EXPECT_GE(outside, context) << track["name"];
+    EXPECT_LE(outside, context + kMostCommunicatorsPerDevice * collective + 1) << track["name"];
+  }
+  const auto runs = nlohmann::json::parse(slurp(dir + "/measured.json"));
+  ASSERT_EQ(runs["tracks"].size(), 2u);
+  for (const auto& track : runs["tracks"]) {
+    EXPECT_GT(track.value("device_peak_bytes", 0.0), kSameBinarySlack * context) << track["name"];
+  }
+  EXPECT_NE(slurp(dir + "/log.txt").find("Device peak predicted"), std::string::npos)
+      << slurp(dir + "/log.txt");
+}
+
 }  // namespace
 }  // namespace hyperpipe::runtime

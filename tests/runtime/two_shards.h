@@ -26,13 +26,8 @@ inline void on_two_ranks(const std::function<void(Communicator&, int)>& work) {
   std::exception_ptr failures[kShards];
   const auto run_rank = [&](int rank) {
     try {
-      Rendezvous rendezvous;
-      rendezvous.rank = rank;
-      rendezvous.world_size = kShards;
-      rendezvous.local_rank = rank;
-      rendezvous.port = port;
-      rendezvous.launcher = "none";
-      const auto communicator = connect(rendezvous, torch::kCPU, std::chrono::seconds(60));
+      const auto communicator =
+          connect(local_rendezvous(rank, kShards, port), torch::kCPU, std::chrono::seconds(60));
       work(*communicator, rank);
       communicator->barrier();
     } catch (...) {

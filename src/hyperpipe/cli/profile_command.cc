@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -20,6 +21,7 @@
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/runtime/host_memory.h"
 #include "hyperpipe/runtime/link_profiler.h"
+#include "hyperpipe/runtime/memory_profiler.h"
 #include "hyperpipe/runtime/profiler.h"
 #include "hyperpipe/runtime/rendezvous.h"
 
@@ -42,6 +44,8 @@ struct ProfileArgs {
   bool keep_cluster_links = false;
   // Only the links, across the hosts of a launcher's run (run_link_profile).
   bool links_only = false;
+  // Only what the device holds besides the model (runtime/memory_profiler.h).
+  bool memory_only = false;
   OutputFormat format = OutputFormat::table;
 };
 
@@ -171,6 +175,69 @@ nlohmann::json run_link_profile(const ProfileArgs& args, std::ostream& out) {
   return {{"format", kProfilingFormat}, {"out", args.out}, {"links", written["links"]}};
 }
 
+// `profile --memory`: what this device holds besides the model's tensors, filed under
+// each target type (the stand-ins of a CPU host all share its process's figures).
+nlohmann::json run_memory_profile(const ProfileArgs& args, const model::Model& model,
+                                  std::ostream& out) {
+  const auto types = targets(args);
+  cost::ProfileDb db;
+  if (std::filesystem::exists(args.out)) db = cost::ProfileDb::load(args.out);
+  torch::set_num_threads(args.threads);
+  runtime::keep_freed_memory();  // as the training processes do
+  runtime::MemoryProfileSettings settings;
+  settings.device = profiled_device(args.device);
+  settings.port = launch::free_port();
+  // The largest micro-batch asked for: the allocator's mix as the biggest stage holds it.
+  settings.micro_batch = *std::max_element(args.micro_batches.begin(), args.micro_batches.end());
+  settings.seq_len = args.seq_len;
+  const std::string host = runtime::device_description(settings.device);
+  out << fmt::format("measuring what {} holds besides {}'s tensors\n", host, model.config().name)
+      << std::flush;
+  ProgressLine progress(out, is_terminal(out));
+  settings.progress = [&](int done, int total, const std::string& what) {
+    progress.update(done, total, what);
+  };
+  const auto measured = runtime::profile_device_memory(model, settings);
+  progress.finish();
+  Table table({"Term", ">Measured", "How"});
+  for (const auto& probe : measured.probes) {
+    const std::string value = !probe.measured ? "-"
+                              : probe.term == "allocator_ratio"
+                                  ? fmt::format("{:.3f}", *probe.measured)
+                                  : format_bytes(*probe.measured);
+    table.add_row({probe.term, value, probe.how});
+  }
+  table.print(out, "  ");
+  nlohmann::json written_types = nlohmann::json::array();
+  for (const auto& [type, factor] : types) {
+    db.set_device_memory({type, measured.overheads});
+    written_types.push_back(type);
+  }
+  db.set_host(host);
+  const nlohmann::json whole = cost::to_json(db);
+  write_file_atomically(args.out, whole.dump(2));
+  out << fmt::format("\ndevice memory of {} written to {}\n", written_types.size(), args.out);
+  nlohmann::json probes = nlohmann::json::array();
+  for (const auto& probe : measured.probes) {
+    probes.push_back({{"term", probe.term},
+                      {"measured", probe.measured ? nlohmann::json(*probe.measured) : nullptr},
+                      {"how", probe.how}});
+  }
+  nlohmann::json entries = nlohmann::json::array();
+  for (const auto& entry : whole["device_memory"]) {
+    if (std::find(written_types.begin(), written_types.end(), entry["device"]) !=
+        written_types.end()) {
+      entries.push_back(entry);
+    }
+  }
+  return {{"format", kProfilingFormat},
+          {"model", model.config().name},
+          {"host", host},
+          {"out", args.out},
+          {"probes", probes},
+          {"device_memory", entries}};
+}
+
 // Measures what `args` asks, printing to `out` as it goes; returns the run's
 // "hyperpipe.profiling/1" summary (null on a --links rank other than 0).
 nlohmann::json run_profile(const ProfileArgs& args, std::ostream& out) {
@@ -182,6 +249,7 @@ nlohmann::json run_profile(const ProfileArgs& args, std::ostream& out) {
                      "--model examples/models/tiny-gpt.yaml");
   }
   const model::Model model = model::load_model(*args.model);
+  if (args.memory_only) return run_memory_profile(args, model, out);
   const auto types = targets(args);  // checked before measuring anything
   cost::ProfileDb db;
   if (std::filesystem::exists(args.out)) db = cost::ProfileDb::load(args.out);
@@ -312,6 +380,11 @@ void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                     "Only the links of --cluster, measured across its hosts: start one process "
                     "per device with a launcher (e.g. scripts/netlab.sh run --cluster C -- "
                     "hyperpipe profile --links --cluster C --out P)");
+  command->add_flag("--memory", args->memory_only,
+                    "Only what the device holds besides the model: the context (a CPU "
+                    "process's own), a communicator's buffers, cuBLAS's workspace and the "
+                    "allocator's reserve while a stage of --model trains; filed under each "
+                    "type as `device_memory`, which replaces the defaults");
   command->add_flag("--no-links", args->keep_cluster_links,
                     "With --cluster: keep its file's link figures instead of measuring two "
                     "processes of this host (its devices talk over a real or lab network)");
@@ -325,7 +398,9 @@ void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "Examples:\n"
       "  hyperpipe profile --model examples/models/tiny-gpt.yaml --cluster cpu-emulated "
       "--micro-batch 1,2,4,8 --out profiles.json\n"
-      "  hyperpipe profile --model llama2-7b --device cuda --as A100-80GB --out profiles.json");
+      "  hyperpipe profile --model llama2-7b --device cuda --as A100-80GB --out profiles.json\n"
+      "  hyperpipe profile --memory --model gpt3-1.3b --device cuda --as H100-80GB --out "
+      "profiles.json");
   command->callback([args, &out, &err] {
     const bool json = args->format == OutputFormat::json;
     const nlohmann::json summary = run_profile(*args, json ? err : out);

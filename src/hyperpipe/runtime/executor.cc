@@ -12,6 +12,7 @@
 #include "hyperpipe/runtime/deferred_weight_grads.h"
 #include "hyperpipe/runtime/dropout.h"
 #include "hyperpipe/runtime/memory_in_use.h"
+#include "hyperpipe/runtime/process_memory.h"
 #include "hyperpipe/runtime/stand_in_clock.h"
 #include "hyperpipe/runtime/timing.h"
 #include "hyperpipe/schedule/epilogue.h"
@@ -801,6 +802,7 @@ StepResult Executor::step(int64_t step) {
     for (auto& p : parameters()) p.mutable_grad() = torch::Tensor();
   }
   track_.static_bytes = static_bytes();
+  reset_device_peak(options_.device);
   sample_memory();
 
   const auto& ops = schedule_.ops[role_.group];
@@ -811,6 +813,7 @@ StepResult Executor::step(int64_t step) {
   }
   finish_backward_work();  // a schedule without an epilogue ends here
   result_.seconds = seconds_since(start_);
+  track_.device_peak_bytes = device_peak_bytes(options_.device).value_or(0);
   result_.track = std::move(track_);
   return std::move(result_);
 }

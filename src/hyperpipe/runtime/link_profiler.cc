@@ -107,12 +107,7 @@ void measure_pair(Communicator& communicator, int rank, int first, int second,
 
 // One rank's part of the two-thread measurement; rank 0 fills `samples`.
 void run_rank(int rank, const LinkProfileSettings& settings, std::vector<LinkSample>& samples) {
-  Rendezvous rendezvous;
-  rendezvous.rank = rank;
-  rendezvous.world_size = kRanks;
-  rendezvous.local_rank = rank;
-  rendezvous.port = settings.port;
-  rendezvous.launcher = "none";
+  const Rendezvous rendezvous = local_rendezvous(rank, kRanks, settings.port);
   const torch::Device device = settings.device.is_cuda()
                                    ? torch::Device(torch::kCUDA, settings.device.index() + rank)
                                    : settings.device;

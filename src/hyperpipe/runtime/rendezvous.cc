@@ -117,4 +117,14 @@ std::optional<std::string> source_address_toward(const std::string& host) {
   return result;
 }
 
+Rendezvous local_rendezvous(int rank, int world, int port) {
+  Rendezvous rendezvous;
+  rendezvous.rank = rank;
+  rendezvous.world_size = world;
+  rendezvous.local_rank = rank;
+  rendezvous.port = port;
+  rendezvous.launcher = "none";
+  return rendezvous;
+}
+
 }  // namespace hyperpipe::runtime

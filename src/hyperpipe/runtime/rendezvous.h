@@ -44,6 +44,10 @@ std::optional<std::string> process_environment(const std::string& name);
 // rank is not below the world size.
 Rendezvous rendezvous_from(const Environment& environment = process_environment);
 
+// Rank `rank` of `world` processes (or threads) of this machine meeting at 127.0.0.1:`port`
+// without a launcher: the profilers' and the tests' pairs.
+Rendezvous local_rendezvous(int rank, int world, int port);
+
 // This machine's address on the route to `host` (a name or IPv4/IPv6 address): what the
 // other ranks can reach it at when they reach `host` the same way, the address Gloo binds
 // on a multi-host run without GLOO_SOCKET_IFNAME. Nothing when `host` does not resolve or

@@ -63,6 +63,9 @@ class Engine {
     }
     for (int r = 0; r < s_.ranks; ++r) {
       out_.timeline.tracks[r].static_bytes = static_bytes_[r];
+      if (!in_.allocator_ratio.empty()) {
+        out_.timeline.tracks[r].allocator_ratio = in_.allocator_ratio[r];
+      }
       out_.timeline.tracks[r].memory.push_back({0.0, held(r, 0.0)});
     }
   }

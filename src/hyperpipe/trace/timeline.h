@@ -37,6 +37,13 @@ struct Track {
   // Of every memory sample, the bytes of weights, gradients and optimizer state; the rest
   // of the first sample is what the device holds besides (reserved, or the process's own).
   double static_bytes = 0;
+  // Measured: what the device held at its peak in the step as the system sees it (a CPU
+  // process's peak resident set; a GPU's allocator reserve at its peak plus what lies
+  // outside the allocator), to check the memory model's device-level peak; 0 unknown.
+  double device_peak_bytes = 0;
+  // Predicted: what the samples' bytes handed out by the allocator are multiplied by (its
+  // reserve, cost/device_memory.h), so a comparison takes the model's activations back out.
+  double allocator_ratio = 1;
 };
 
 struct Timeline {

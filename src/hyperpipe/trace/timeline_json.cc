@@ -34,6 +34,8 @@ nlohmann::json track_to_json(const Track& track) {
                       {"memory", memory}};
   if (!track.ops.empty()) json["ops"] = track.ops;
   if (track.static_bytes > 0) json["static_bytes"] = track.static_bytes;
+  if (track.device_peak_bytes > 0) json["device_peak_bytes"] = track.device_peak_bytes;
+  if (track.allocator_ratio != 1) json["allocator_ratio"] = track.allocator_ratio;
   return json;
 }
 
@@ -48,6 +50,12 @@ Track track_from_json(const nlohmann::json& json) {
   }
   if (json.contains("ops")) track.ops = json.at("ops").get<std::vector<std::string>>();
   if (json.contains("static_bytes")) track.static_bytes = json.at("static_bytes").get<double>();
+  if (json.contains("allocator_ratio")) {
+    track.allocator_ratio = json.at("allocator_ratio").get<double>();
+  }
+  if (json.contains("device_peak_bytes")) {
+    track.device_peak_bytes = json.at("device_peak_bytes").get<double>();
+  }
   return track;
 }
 
