@@ -32,10 +32,14 @@ cluster::Cluster two_nodes() {
                                                            "two-nodes"));
 }
 
-model::Model bf16(const char* name) {
+model::Model in_type(const char* name, model::DType dtype) {
   auto config = *model::find_catalogue_model(name);
-  config.dtype = model::DType::bf16;
+  config.dtype = dtype;
   return model::Model(config);
+}
+
+model::Model bf16(const char* name) {
+  return in_type(name, model::DType::bf16);
 }
 
 TEST(DeviceMemory, DefaultsAreTheSourcesClosedForms) {
@@ -136,27 +140,56 @@ TEST(DeviceMemory, DeepSpeedKeepsOutputsInFlight) {
       0);
 }
 
-// The loss's logits: b · s · V / tp of them beside the saved softmax, plus their fp32 copy
-// where the framework upcasts a 16-bit model's.
+// The loss's logits: b · s · V / tp of them in the model's type beside the fp32 softmax
+// the head's activations keep; torchtitan's upcast copy beside them too, where Megatron-LM's
+// copy is the softmax (worked on in place) and an fp32 model's logits have no second tensor.
 TEST(DeviceMemory, LogitsSpikeOnTheHeadsStage) {
   const auto model = bf16("gpt3-1.3b");
   const auto cluster = two_nodes();
   const int layers = model.num_layers();
   const double vocab = static_cast<double>(model.config().vocab);
+  const auto with = [&](const model::Model& m, const char* runtime) {
+    CostOptions options;
+    options.framework = framework_buffers(runtime);
+    return CostModel(m, cluster, options);
+  };
   for (int tp : {1, 2}) {
     const auto group = first_devices_of_type(cluster, "Big", 2, tp);
     const double logits = 4.0 / 2 * 2048 * vocab / tp;  // micro-batch 4 over dp 2
-    const CostModel ours(model, cluster);
-    EXPECT_DOUBLE_EQ(ours.stage_memory(9, layers, group, 4, 2048, 1, Recompute::none).logits,
-                     2 * logits);
-    CostOptions megatron;
-    megatron.framework = framework_buffers("megatron");
-    EXPECT_DOUBLE_EQ(CostModel(model, cluster, megatron)
-                         .stage_memory(9, layers, group, 4, 2048, 1, Recompute::none)
-                         .logits,
-                     (2 + 4) * logits);
-    EXPECT_DOUBLE_EQ(ours.stage_memory(3, 9, group, 4, 2048, 1, Recompute::none).logits, 0);
+    const auto logits_of = [&](const CostModel& costs, int first) {
+      return costs.stage_memory(first, layers, group, 4, 2048, 1, Recompute::none).logits;
+    };
+    EXPECT_DOUBLE_EQ(logits_of(with(model, "hyperpipe"), 9), 2 * logits);
+    EXPECT_DOUBLE_EQ(logits_of(with(model, "megatron"), 9), 2 * logits);
+    EXPECT_DOUBLE_EQ(logits_of(with(model, "torchtitan"), 9), (2 + 4) * logits);
+    const auto fp32 = in_type("gpt3-1.3b", model::DType::fp32);
+    EXPECT_DOUBLE_EQ(logits_of(with(fp32, "megatron"), 9), 0.0);
+    EXPECT_DOUBLE_EQ(logits_of(with(fp32, "torchtitan"), 9), 4 * logits);
+    EXPECT_DOUBLE_EQ(
+        with(model, "hyperpipe").stage_memory(3, 9, group, 4, 2048, 1, Recompute::none).logits, 0);
   }
+}
+
+// A tied head in the embedding's stage is the embedding's own weight in the frameworks
+// that tie modules (Megatron-LM, DeepSpeed, torchtitan), a tensor of its own in HyperPipe's
+// runtime; in a stage of its own it is a copy everywhere.
+TEST(DeviceMemory, ATiedHeadBesideItsEmbeddingIsOneTensor) {
+  const auto model = bf16("gpt3-1.3b");  // tied embeddings
+  ASSERT_TRUE(model.config().tied_embeddings);
+  const auto cluster = two_nodes();
+  const int layers = model.num_layers();
+  const double tied = static_cast<double>(model.config().vocab * model.config().embed_dim);
+  const auto group = first_devices_of_type(cluster, "Big", 1, 1);
+  CostOptions megatron;
+  megatron.framework = framework_buffers("megatron");
+  const CostModel ours(model, cluster);
+  const CostModel theirs(model, cluster, megatron);
+  const auto weights = [&](const CostModel& costs, int first, int last) {
+    return costs.stage_memory(first, last, group, 1, 2048, 1, Recompute::none).weights;
+  };
+  EXPECT_DOUBLE_EQ(weights(ours, 0, layers) - weights(theirs, 0, layers), 2 * tied);
+  EXPECT_DOUBLE_EQ(weights(ours, 9, layers), weights(theirs, 9, layers));
+  EXPECT_DOUBLE_EQ(weights(ours, 0, 9), weights(theirs, 0, 9));
 }
 
 // The total is the allocator's reserve of what it hands out plus what lies outside it.

@@ -79,6 +79,17 @@ TEST(Interleaved, FewerMicroBatchesThanStagesRunsAllForwardsFirst) {
                    "F0.0 F1.0 F0.1 F1.1 BW0.1 BW1.1 BW0.0 BW1.0"}));
 }
 
+// As many micro-batches as stages follows Megatron-LM's warm-up rule (schedules.py,
+// get_pp_rank_microbatches: 2(S − r − 1) + (v − 1)·S forwards, at most m·v): the last
+// rank holds (v − 1)·S + 1 chunk activations at once, not all m·v.
+TEST(Interleaved, AsManyMicroBatchesAsStagesWarmsUpAsMegatron) {
+  const Schedule s = interleaved_1f1b(4, 4, 3);
+  EXPECT_EQ(peak_in_flight(s), (std::vector<int>{12, 12, 11, 9}));
+  EXPECT_EQ(lines(s).back(),
+            "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 F2.1 F3.1 F0.2 BW0.2 F1.2 BW1.2 F2.2 BW2.2 F3.2 BW3.2 "
+            "BW0.1 BW1.1 BW2.1 BW3.1 BW0.0 BW1.0 BW2.0 BW3.0");
+}
+
 TEST(MakeSchedule, ChunksOnlyForInterleaved) {
   EXPECT_THROW(make_schedule(ScheduleKind::gpipe, 2, 4, 2), std::invalid_argument);
   EXPECT_EQ(make_schedule(ScheduleKind::interleaved, 2, 4, 2).chunks, 2);

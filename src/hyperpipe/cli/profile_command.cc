@@ -399,7 +399,7 @@ void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "  hyperpipe profile --model examples/models/tiny-gpt.yaml --cluster cpu-emulated "
       "--micro-batch 1,2,4,8 --out profiles.json\n"
       "  hyperpipe profile --model llama2-7b --device cuda --as A100-80GB --out profiles.json\n"
-      "  hyperpipe profile --memory --model gpt3-1.3b --device cuda --as H100-80GB --out "
+      "  hyperpipe profile --memory --model gpt3-1.3b --device cuda --as H100-SXM --out "
       "profiles.json");
   command->callback([args, &out, &err] {
     const bool json = args->format == OutputFormat::json;

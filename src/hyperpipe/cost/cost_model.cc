@@ -229,9 +229,14 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
                                     model::Recompute recompute) const {
   const auto& config = model_.config();
   const double element_bytes = model::bytes_per_element(config.dtype);
-  const double params = range_params(first, last, group.tp);
-  const bool has_master = element_bytes < kMasterWeightBytes;
   const FrameworkBuffers& framework = options_.framework;
+  double params = range_params(first, last, group.tp);
+  if (config.tied_embeddings && first == 0 && last == model_.num_layers() &&
+      !framework.separate_tied_head) {
+    // One stage holds the embedding and the head: the head's weight is the embedding's.
+    params -= static_cast<double>(config.vocab) * static_cast<double>(config.embed_dim) / group.tp;
+  }
+  const bool has_master = element_bytes < kMasterWeightBytes;
   const double shards = options_.shard_optimizer ? group.dp : 1;
   StageMemory memory;
   memory.weights = params * element_bytes;
@@ -274,12 +279,20 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
         static_cast<double>(model_.layers()[last - 1].output_bytes(work)) * in_flight;
   }
   if (last == layers) {
-    // The logits live beside what the loss keeps of them (the saved softmax, counted in
-    // the head's activations) while it runs; an upcast adds their fp32 copy.
+    // The head's activations count the fp32 softmax the loss keeps for its backward. While
+    // the loss starts, the logits as the head made them live beside it, and an upcast's
+    // fp32 copy too unless the loss works in place on the copy (then the copy is the
+    // softmax, and fp32 logits have no second tensor at all).
     const double logits = static_cast<double>(work.micro_batch) * static_cast<double>(seq_len) *
                           static_cast<double>(config.vocab) / group.tp;
     const bool upcast = framework.fp32_loss && has_master;
-    memory.logits = logits * (element_bytes + (upcast ? kMasterWeightBytes : 0.0));
+    double per_logit = element_bytes;
+    if (framework.loss_in_place && framework.fp32_loss) {
+      per_logit = has_master ? element_bytes : 0.0;
+    } else if (upcast) {
+      per_logit += kMasterWeightBytes;
+    }
+    memory.logits = logits * per_logit;
   }
 
   if (type.reserved_memory) {

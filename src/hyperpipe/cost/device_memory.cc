@@ -55,34 +55,42 @@ constexpr double kDefaultAllocatorRatio = 1.02;
 std::array<FrameworkBuffers, 4> make_frameworks() {
   std::array<FrameworkBuffers, 4> t{};
   // HyperPipe's runtime: the main grad is each weight's own .grad (runtime/
-  // mixed_precision.h), the loss runs in the model's type (runtime/stage_module.cc).
+  // mixed_precision.h), the loss runs in the model's type (runtime/stage_module.cc), a tied
+  // head has a weight of its own also beside the embedding (runtime/layers.cc, HeadLayer).
   t[0].runtime = "hyperpipe";
+  t[0].separate_tied_head = true;
   t[0].source = "runtime/mixed_precision.h, runtime/stage_module.cc";
   // Megatron-LM core_r0.13: DistributedDataParallel's contiguous grad buffer is the main
   // grad, fp32 unless --grad-reduce-in-bf16 (megatron/core/distributed/
   // param_and_grad_buffer.py); the distributed optimizer keeps 4 + 8 bytes per parameter
   // 1/dp each (docs/source/distrib_optimizer.md); the loss upcasts the logits
   // (megatron/core/models/common/language_module/language_module.py,
-  // compute_language_model_loss); a sent output is freed at once (schedules.py,
-  // deallocate_output_tensor).
+  // compute_language_model_loss) and works in place on the copy (megatron/core/
+  // tensor_parallel/cross_entropy.py: exp_ and div_ on the float logits it saves); one
+  // stage's output layer shares the embedding's weight (shared_embedding_or_output_weight);
+  // a sent output is freed at once (schedules.py, deallocate_output_tensor).
   t[1].runtime = "megatron";
   t[1].main_grads_in_reduce_dtype = true;
   t[1].fp32_loss = true;
+  t[1].loss_in_place = true;
   t[1].source = "Megatron-LM core_r0.13: param_and_grad_buffer.py, language_module.py";
   // DeepSpeed 0.16 with bf16 and its pipeline: BF16_Optimizer keeps the 16-bit .grad of
   // every parameter and an fp32 flat accumulation of them (deepspeed/runtime/
   // bf16_optimizer.py, fp32_groups_gradients_flat); the pipeline engine keeps each
   // micro-batch's outputs in pipe_buffers until its backward (deepspeed/runtime/pipe/
-  // engine.py, _exec_forward_pass); Megatron-DeepSpeed's loss upcasts the logits.
+  // engine.py, _exec_forward_pass); Megatron-DeepSpeed's loss is Megatron-LM's
+  // vocab-parallel cross-entropy; a TiedLayerSpec is one module within a stage.
   t[2].runtime = "deepspeed";
   t[2].half_grad_bytes = 2;
   t[2].keeps_stage_outputs = true;
   t[2].fp32_loss = true;
+  t[2].loss_in_place = true;
   t[2].source = "DeepSpeed 0.16: runtime/bf16_optimizer.py, runtime/pipe/engine.py";
   // torchtitan on FSDP2 (PyTorch 2.7): with pipelining the unsharded parameters stay
   // between micro-batches and the gradients accumulate unsharded in the reduce type
   // (torch/distributed/fsdp/_fully_shard/_fsdp_param.py, unsharded_accumulated_grad);
-  // the reduce-scatter leaves a sharded copy beside them; the loss upcasts the logits
+  // the reduce-scatter leaves a sharded copy beside them; the loss upcasts the logits and
+  // hands the copy to F.cross_entropy, whose log-softmax is a tensor of its own
   // (torchtitan/components/loss.py, cross_entropy_loss).
   t[3].runtime = "torchtitan";
   t[3].sharded_grad_copy = true;

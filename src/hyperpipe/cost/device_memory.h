@@ -27,6 +27,13 @@ struct FrameworkBuffers {
   bool keeps_stage_outputs = false;
   // The loss upcasts 16-bit logits to fp32 before the softmax.
   bool fp32_loss = false;
+  // The loss works in place on its fp32 copy of the logits, which becomes the softmax it
+  // keeps for the backward (Megatron-LM's vocab-parallel cross-entropy); otherwise the
+  // softmax is a tensor of its own beside the copy while the loss runs.
+  bool loss_in_place = false;
+  // A stage holding both the embedding and a tied head keeps the head's weight as a
+  // tensor of its own (summed with the embedding's gradient), not the same tensor.
+  bool separate_tied_head = false;
   std::string_view source;
 };
 

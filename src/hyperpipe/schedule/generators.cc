@@ -117,8 +117,7 @@ Schedule interleaved_1f1b(int ranks, int micro_batches, int chunks) {
     return std::pair{micro_batch, forward ? chunk : chunks - 1 - chunk};
   };
   for (int r = 0; r < ranks; ++r) {
-    int warmup =
-        micro_batches <= ranks ? total : 2 * (ranks - r - 1) + (chunks - 1) * group_size(0);
+    int warmup = micro_batches < ranks ? total : 2 * (ranks - r - 1) + (chunks - 1) * group_size(0);
     warmup = std::min(warmup, total);
     s.warmup.push_back(std::min(warmup + 1, total));
     auto& ops = s.ops[r];

@@ -28,7 +28,9 @@ Schedule hetero_1f1b(int micro_batches, const std::vector<int>& warmup);
 // stage c·S + r is chunk c of rank r. Micro-batches advance in groups of S through the
 // chunks (the first group also takes the m mod S left over); warm-up of rank r is
 // 2(S − r − 1) + (v − 1)·S forwards, as in Megatron-LM (with the first group's size for S).
-// With m ≤ S every rank runs all forwards first. chunks = 1 is plain 1F1B.
+// With m < S every rank runs all forwards first; m = S follows the rule too, as
+// Megatron-LM's schedules.py does since it dropped its all-forwards case for m = S.
+// chunks = 1 is plain 1F1B.
 Schedule interleaved_1f1b(int ranks, int micro_batches, int chunks);
 
 // ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): 1F1B with the
