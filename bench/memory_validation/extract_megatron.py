@@ -80,6 +80,12 @@ def golden_peak(path):
     return max(numbers) if numbers else None
 
 
+def cublas_workspace_bytes(config):
+    """CUBLAS_WORKSPACE_CONFIG's ":SIZE:COUNT" pairs (KiB), as PyTorch reads them."""
+    numbers = [int(n) for n in config.strip(":").split(":")]
+    return sum(numbers[i] * numbers[i + 1] for i in range(0, len(numbers) - 1, 2)) * 1024
+
+
 def padded_vocab(vocab, tp):
     multiple = VOCAB_DIVISOR * tp
     return (vocab + multiple - 1) // multiple * multiple
@@ -161,7 +167,9 @@ def main():
         if not os.path.exists(config_path):
             continue
         with open(config_path) as f:
-            args = (yaml.safe_load(f) or {}).get("MODEL_ARGS") or {}
+            config = yaml.safe_load(f) or {}
+        args = config.get("MODEL_ARGS") or {}
+        environment = config.get("ENV_VARS") or {}
         for platform, gpu in PLATFORMS.items():
             # The dev branch's values where the test has them, else the LTS branch's.
             golden = next((p for p in (os.path.join(directory, f"golden_values_{b}_{platform}.json")
@@ -186,6 +194,10 @@ def main():
                 "measured_bytes": peak,
                 **fields,
             })
+            if "CUBLAS_WORKSPACE_CONFIG" in environment:
+                # The run's own cuBLAS workspace, in place of the GPU's default.
+                cases[-1]["cublas_workspace_bytes"] = cublas_workspace_bytes(
+                    str(environment["CUBLAS_WORKSPACE_CONFIG"]))
     document = {
         "source": "megatron-functional-tests",
         "repository": "NVIDIA/Megatron-LM",

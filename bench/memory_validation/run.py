@@ -70,18 +70,21 @@ def write_case(case, directory):
         json.dump(plan, f, indent=1)
 
 
-def predicted_bytes(rank, measured):
+def predicted_bytes(rank, case):
     """The prediction of what the source measured, from the rank's memory terms."""
     memory = rank["memory"]
+    measured = case["measured"]
+    terms = {t["name"]: t["bytes"] for t in memory["terms"]}
+    if "cublas_workspace_bytes" in case and "workspaces" in terms:
+        # The run set CUBLAS_WORKSPACE_CONFIG: its workspace, not the GPU's default.
+        terms["workspaces"] = case["cublas_workspace_bytes"]
     if measured.startswith("max_allocated"):
         left_out = OUTSIDE_THE_ALLOCATED
     elif measured.startswith("max_reserved"):
         left_out = OUTSIDE_THE_RESERVED
-    elif measured.startswith("device"):
-        return memory["total_bytes"]
     else:
         raise ValueError(f"unknown measured quantity {measured}")
-    return sum(t["bytes"] for t in memory["terms"] if t["name"] not in left_out)
+    return sum(b for name, b in terms.items() if name not in left_out)
 
 
 def measured_rank(ranks, measured):
@@ -102,7 +105,7 @@ def evaluate(hyperpipe, case):
             return {"id": case["id"], "error": result.stderr.strip().splitlines()[-1]}
         report = json.loads(result.stdout)
     rank = measured_rank(report["ranks"], case["measured"])
-    predicted = predicted_bytes(rank, case["measured"])
+    predicted = predicted_bytes(rank, case)
     fits_predicted = rank["fits"]
     ran = not case.get("out_of_memory", False)
     return {

@@ -110,7 +110,7 @@ links:
 TEST(ClusterYaml, LinksCarryTheirEfficiencyAndMeasuredTable) {
   const std::string path = write_temp_file("tabled.yaml", R"(
 gpu_types:
-  - {name: T4, reserved_memory: 600 MiB}
+  - {name: T4, reserved_memory: 600 MiB, compute_capability: 8}
 nodes:
   - {name: a, gpu: T4, count: 2}
   - {name: b, gpu: T4, count: 1}
@@ -125,6 +125,7 @@ links:
 )");
   const Cluster cluster = load_cluster(path);
   EXPECT_DOUBLE_EQ(cluster.gpu_type("T4").reserved_memory.value_or(0), 600 * kMiB);
+  EXPECT_EQ(cluster.gpu_type("T4").compute_capability, 8);  // the catalogue's 7 changed
   EXPECT_DOUBLE_EQ(cluster.link_between(0, 1).efficiency.value_or(0), 0.9);
   EXPECT_TRUE(cluster.link_between(0, 1).table.empty());
   const Link between = cluster.link_between(0, 2);

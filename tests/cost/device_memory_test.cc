@@ -49,7 +49,13 @@ TEST(DeviceMemory, DefaultsAreTheSourcesClosedForms) {
   // 32 channels × (4 MiB Simple + 512 KiB LL + 4,915,200 B LL128).
   EXPECT_DOUBLE_EQ(lazy.collective_communicator, 32 * (4 * kMiB + 512 * kKiB + 4'915'200));
   EXPECT_DOUBLE_EQ(lazy.p2p_peer, 16 * kMiB);
+  // cuBLAS: :4096:8 on Hopper and after (and where the generation is unknown),
+  // :4096:2:16:8 before it.
   EXPECT_DOUBLE_EQ(lazy.workspace, 32 * kMiB);
+  EXPECT_DOUBLE_EQ(gpu_defaults(true, 9).workspace, 4096 * 8 * kKiB);
+  EXPECT_DOUBLE_EQ(gpu_defaults(true, 10).workspace, 4096 * 8 * kKiB);
+  EXPECT_DOUBLE_EQ(gpu_defaults(true, 8).workspace, (4096 * 2 + 16 * 8) * kKiB);
+  EXPECT_DOUBLE_EQ(gpu_defaults(true, 7).workspace, (4096 * 2 + 16 * 8) * kKiB);
   EXPECT_GE(lazy.allocator_ratio, 1.0);
   const DeviceOverheads stand_in = stand_in_defaults();
   EXPECT_DOUBLE_EQ(

@@ -25,7 +25,7 @@ double read_fraction(const YamlField& field) {
 // A `gpu_types` entry: a new type (all figures required) or changes to a known one.
 GpuType read_gpu_type(const YamlField& entry, const std::vector<GpuType>& known) {
   entry.allow_only({"name", "memory", "memory_bandwidth", "peak", "matmul_efficiency",
-                    "memory_efficiency", "reserved_memory", "speed"});
+                    "memory_efficiency", "reserved_memory", "speed", "compute_capability"});
   const std::string name = entry.required("name").as_string();
   std::optional<GpuType> type;
   for (const auto& candidate : known) {
@@ -61,6 +61,12 @@ GpuType read_gpu_type(const YamlField& entry, const std::vector<GpuType>& known)
   if (auto v = entry.optional("memory_efficiency")) type->memory_efficiency = read_fraction(*v);
   if (auto v = entry.optional("reserved_memory")) type->reserved_memory = v->as_bytes();
   if (auto v = entry.optional("speed")) type->speed = v->as_positive_number();
+  if (auto v = entry.optional("compute_capability")) {
+    const int64_t major = v->as_int();
+    if (major < 1)
+      v->fail("a CUDA compute capability's major version (8 for Ampere, 9 for Hopper)");
+    type->compute_capability = static_cast<int>(major);
+  }
   return *type;
 }
 

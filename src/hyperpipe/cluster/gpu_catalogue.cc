@@ -8,8 +8,9 @@ namespace hyperpipe::cluster {
 namespace {
 
 GpuType make(const char* name, PeakFlops peak_tflops, double memory_gb, double bandwidth_gb_s,
-             const char* source) {
+             int compute_capability, const char* source) {
   GpuType type;
+  type.compute_capability = compute_capability;
   type.name = name;
   type.peak = {peak_tflops.fp32 * kTera, peak_tflops.tf32 * kTera, peak_tflops.fp16 * kTera,
                peak_tflops.bf16 * kTera};
@@ -23,24 +24,26 @@ GpuType make(const char* name, PeakFlops peak_tflops, double memory_gb, double b
 
 std::vector<GpuType> build() {
   // Dense tensor-core peaks (no 2:4 sparsity) from NVIDIA's and AMD's datasheets; fp32 is
-  // the non-tensor rate.
+  // the non-tensor rate. Compute capabilities from NVIDIA's table of CUDA GPUs
+  // (developer.nvidia.com/cuda-gpus); AMD's have none.
   return {
-      make("A100-40GB", {19.5, 156, 312, 312}, 40, 1555, "NVIDIA A100 datasheet (SXM4)"),
-      make("A100-80GB", {19.5, 156, 312, 312}, 80, 2039, "NVIDIA A100 datasheet (SXM4)"),
-      make("H100-SXM", {66.9, 494.7, 989.4, 989.4}, 80, 3350, "NVIDIA H100 datasheet (SXM5)"),
-      make("H200", {66.9, 494.7, 989.4, 989.4}, 141, 4800, "NVIDIA H200 datasheet (SXM)"),
+      make("A100-40GB", {19.5, 156, 312, 312}, 40, 1555, 8, "NVIDIA A100 datasheet (SXM4)"),
+      make("A100-80GB", {19.5, 156, 312, 312}, 80, 2039, 8, "NVIDIA A100 datasheet (SXM4)"),
+      make("H100-SXM", {66.9, 494.7, 989.4, 989.4}, 80, 3350, 9, "NVIDIA H100 datasheet (SXM5)"),
+      make("H200", {66.9, 494.7, 989.4, 989.4}, 141, 4800, 9, "NVIDIA H200 datasheet (SXM)"),
       // Volta and Turing have no TF32 or bf16 tensor cores: those formats run at fp32 rate.
-      make("V100-16GB", {15.7, 15.7, 125, 15.7}, 16, 900, "NVIDIA V100 datasheet (SXM2)"),
-      make("V100-32GB", {15.7, 15.7, 125, 15.7}, 32, 900, "NVIDIA V100 datasheet (SXM2)"),
-      make("T4", {8.1, 8.1, 65, 8.1}, 16, 320, "NVIDIA T4 datasheet"),
-      make("L4", {30.3, 60, 121, 121}, 24, 300, "NVIDIA L4 datasheet"),
-      make("A10G", {35, 35, 70, 70}, 24, 600, "AWS G5 / A10G figures as reported by Baseten 2023"),
+      make("V100-16GB", {15.7, 15.7, 125, 15.7}, 16, 900, 7, "NVIDIA V100 datasheet (SXM2)"),
+      make("V100-32GB", {15.7, 15.7, 125, 15.7}, 32, 900, 7, "NVIDIA V100 datasheet (SXM2)"),
+      make("T4", {8.1, 8.1, 65, 8.1}, 16, 320, 7, "NVIDIA T4 datasheet"),
+      make("L4", {30.3, 60, 121, 121}, 24, 300, 8, "NVIDIA L4 datasheet"),
+      make("A10G", {35, 35, 70, 70}, 24, 600, 8,
+           "AWS G5 / A10G figures as reported by Baseten 2023"),
       // GeForce cards: tensor rates with fp32 accumulate (what mixed-precision training uses).
-      make("RTX3090", {35.6, 35.6, 71, 71}, 24, 936, "NVIDIA Ampere GA102 whitepaper"),
-      make("RTX4090", {82.6, 82.6, 165.2, 165.2}, 24, 1008, "NVIDIA Ada Lovelace whitepaper"),
+      make("RTX3090", {35.6, 35.6, 71, 71}, 24, 936, 8, "NVIDIA Ampere GA102 whitepaper"),
+      make("RTX4090", {82.6, 82.6, 165.2, 165.2}, 24, 1008, 8, "NVIDIA Ada Lovelace whitepaper"),
       // One MI250X package holds two GCDs that software sees as two devices; this is one
       // GCD (half the package's 383 TFLOP/s fp16, 128 GB and 3.2 TB/s).
-      make("MI250X", {47.9, 47.9, 191.5, 191.5}, 64, 1638.4, "AMD Instinct MI250X datasheet"),
+      make("MI250X", {47.9, 47.9, 191.5, 191.5}, 64, 1638.4, 0, "AMD Instinct MI250X datasheet"),
   };
 }
 

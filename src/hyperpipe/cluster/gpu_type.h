@@ -32,6 +32,9 @@ struct GpuType {
   // Relative speed when a CPU process stands in for this type (runtime emulation);
   // unset for a real device.
   std::optional<double> speed;
+  // CUDA compute capability's major version (7 Volta/Turing, 8 Ampere/Ada, 9 Hopper, 10 and
+  // 12 Blackwell); 0 where unknown or not NVIDIA. Library defaults depend on it.
+  int compute_capability = 0;
   std::string source;  // where the figures come from
 
   // Peak for matrix products in `dtype`; fp32 products use TF32 when `allow_tf32`.

@@ -331,7 +331,8 @@ DeviceOverheads CostModel::device_overheads(const cluster::GpuType& type) const 
   if (profiles_) {
     if (const DeviceOverheads* measured = profiles_->device_memory_for(type.name)) return *measured;
   }
-  return type.speed ? stand_in_defaults() : gpu_defaults(options_.lazy_module_loading);
+  return type.speed ? stand_in_defaults()
+                    : gpu_defaults(options_.lazy_module_loading, type.compute_capability);
 }
 
 double CostModel::usable_memory(double device_memory) const {

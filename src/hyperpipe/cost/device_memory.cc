@@ -40,9 +40,11 @@ constexpr double kNcclP2pPeerBytes = 512 * kKiB * 8 * 2 * 2;
 // cuBLAS's workspace, which PyTorch allocates through its caching allocator per handle and
 // stream: CUBLAS_WORKSPACE_CONFIG's default ":4096:8" (32 MiB) on Hopper and later,
 // ":4096:2:16:8" (8 MiB + 128 KiB) before (aten/src/ATen/cuda/CublasHandlePool.cpp,
-// getChosenWorkspaceSize, PyTorch 2.x). The GPU catalogue has no generation yet, so every
-// type is costed at the larger.
+// getChosenWorkspaceSize, PyTorch 2.x; 32 MiB on ROCm). A type of unknown generation is
+// costed at the larger.
 constexpr double kCublasWorkspaceBytes = 32 * kMiB;
+constexpr double kCublasWorkspaceBeforeHopperBytes = 8 * kMiB + 128 * kKiB;
+constexpr int kHopperComputeCapability = 9;
 
 // The caching allocator's reserved bytes over the allocated ones at the peak. Its rounding
 // (c10/cuda/CUDACachingAllocator.cpp: blocks of at least 512 B, allocations over 1 MiB in
@@ -109,12 +111,14 @@ const FrameworkBuffers& framework_buffers(std::string_view runtime) {
   throw std::invalid_argument(fmt::format("no memory facts for runtime '{}'", runtime));
 }
 
-DeviceOverheads gpu_defaults(bool lazy_loading) {
+DeviceOverheads gpu_defaults(bool lazy_loading, int compute_capability) {
   DeviceOverheads d;
   d.context = lazy_loading ? kCudaContextLazyBytes : kCudaContextEagerBytes;
   d.collective_communicator = kNcclMaxChannels * kNcclConnectionBytes;
   d.p2p_peer = kNcclP2pPeerBytes;
-  d.workspace = kCublasWorkspaceBytes;
+  const bool before_hopper =
+      compute_capability > 0 && compute_capability < kHopperComputeCapability;
+  d.workspace = before_hopper ? kCublasWorkspaceBeforeHopperBytes : kCublasWorkspaceBytes;
   d.allocator_ratio = kDefaultAllocatorRatio;
   d.source = "defaults (src/hyperpipe/cost/device_memory.cc)";
   return d;

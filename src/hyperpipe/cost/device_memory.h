@@ -52,8 +52,9 @@ struct DeviceOverheads {
   std::string source;          // "defaults" or where they were measured
 };
 
-// A GPU's defaults; `lazy_loading` as CUDA_MODULE_LOADING=LAZY (PyTorch's default).
-DeviceOverheads gpu_defaults(bool lazy_loading = true);
+// A GPU's defaults; `lazy_loading` as CUDA_MODULE_LOADING=LAZY (PyTorch's default);
+// `compute_capability` the major version (0 unknown), which sets cuBLAS's workspace.
+DeviceOverheads gpu_defaults(bool lazy_loading = true, int compute_capability = 0);
 // A CPU process standing in for a GPU type: what the model's tensors do not account for
 // is the process's own, which `profile --memory` measures; unmeasured, none.
 DeviceOverheads stand_in_defaults();
