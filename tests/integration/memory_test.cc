@@ -223,6 +223,11 @@ TEST(Memory, ARunIsPredictedWithTheDeviceMemoryItsHostMeasured) {
                   "/profiles.json --format json > " + dir + "/memory.json 2> " + dir + "/err.txt"),
       0)
       << slurp(dir + "/err.txt");
+  // Only one of the two "only" measurements at a time.
+  EXPECT_EQ(run_command(kBinary + " profile --memory --links --model " + dir +
+                        "/model.yaml --out " + dir + "/other.json > " + dir + "/both.txt 2>&1"),
+            2);
+  EXPECT_NE(slurp(dir + "/both.txt").find("--links excludes --memory"), std::string::npos);
   const auto doc = nlohmann::json::parse(slurp(dir + "/memory.json"));
   EXPECT_EQ(doc["format"], "hyperpipe.profiling/1");
   ASSERT_EQ(doc["device_memory"].size(), 1u);

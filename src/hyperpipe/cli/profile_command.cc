@@ -376,15 +376,18 @@ void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                       "runtime runs it (stretched to 1 / speed)");
   command->add_option("--out", args->out, "Profile database to write (merged if it exists)")
       ->required();
-  command->add_flag("--links", args->links_only,
-                    "Only the links of --cluster, measured across its hosts: start one process "
-                    "per device with a launcher (e.g. scripts/netlab.sh run --cluster C -- "
-                    "hyperpipe profile --links --cluster C --out P)");
-  command->add_flag("--memory", args->memory_only,
-                    "Only what the device holds besides the model: the context (a CPU "
-                    "process's own), a communicator's buffers, cuBLAS's workspace and the "
-                    "allocator's reserve while a stage of --model trains; filed under each "
-                    "type as `device_memory`, which replaces the defaults");
+  CLI::Option* links =
+      command->add_flag("--links", args->links_only,
+                        "Only the links of --cluster, measured across its hosts: start one process "
+                        "per device with a launcher (e.g. scripts/netlab.sh run --cluster C -- "
+                        "hyperpipe profile --links --cluster C --out P)");
+  command
+      ->add_flag("--memory", args->memory_only,
+                 "Only what the device holds besides the model: the context (a CPU "
+                 "process's own), a communicator's buffers, cuBLAS's workspace and the "
+                 "allocator's reserve while a stage of --model trains; filed under each "
+                 "type as `device_memory`, which replaces the defaults")
+      ->excludes(links);
   command->add_flag("--no-links", args->keep_cluster_links,
                     "With --cluster: keep its file's link figures instead of measuring two "
                     "processes of this host (its devices talk over a real or lab network)");
