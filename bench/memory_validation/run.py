@@ -45,8 +45,10 @@ def write_case(case, directory):
         for key, value in model.items():
             f.write(f"{key}: {json.dumps(value)}\n")
     with open(os.path.join(directory, "cluster.yaml"), "w") as f:
+        # A GPU of another memory size than the catalogue's (torchtitan's 96 GB H100).
+        memory = f", memory: {case['gpu_memory']}" if "gpu_memory" in case else ""
         f.write(f"name: validation\nnodes:\n  - {{name: node-0, gpu: {case['gpu']}, "
-                f"count: {case['devices']}}}\n"
+                f"count: {case['devices']}{memory}}}\n"
                 "links:\n  intra_node: {bandwidth: 300 GB/s, latency: 2 us}\n")
     p = case["plan"]
     group = p["tp"] * p["dp"]

@@ -147,8 +147,10 @@ TEST(DeviceMemory, DeepSpeedKeepsOutputsInFlight) {
 }
 
 // The loss's logits: b · s · V / tp of them in the model's type beside the fp32 softmax
-// the head's activations keep; torchtitan's upcast copy beside them too, where Megatron-LM's
-// copy is the softmax (worked on in place) and an fp32 model's logits have no second tensor.
+// the head's activations keep. Megatron-LM's copy is the softmax (worked on in place) and an
+// fp32 model's logits have no second tensor. torchtitan's backward is out of place: two fp32
+// gradients beside the softmax, and the logits as the head made them, which a pipeline
+// stage keeps and the one-stage train step drops (more than its forward's upcast copy).
 TEST(DeviceMemory, LogitsSpikeOnTheHeadsStage) {
   const auto model = bf16("gpt3-1.3b");
   const auto cluster = two_nodes();
@@ -167,13 +169,63 @@ TEST(DeviceMemory, LogitsSpikeOnTheHeadsStage) {
     };
     EXPECT_DOUBLE_EQ(logits_of(with(model, "hyperpipe"), 9), 2 * logits);
     EXPECT_DOUBLE_EQ(logits_of(with(model, "megatron"), 9), 2 * logits);
-    EXPECT_DOUBLE_EQ(logits_of(with(model, "torchtitan"), 9), (2 + 4) * logits);
+    EXPECT_DOUBLE_EQ(logits_of(with(model, "torchtitan"), 9), (2 * 4 + 2) * logits);
+    EXPECT_DOUBLE_EQ(logits_of(with(model, "torchtitan"), 0), 2 * 4 * logits);
     const auto fp32 = in_type("gpt3-1.3b", model::DType::fp32);
     EXPECT_DOUBLE_EQ(logits_of(with(fp32, "megatron"), 9), 0.0);
-    EXPECT_DOUBLE_EQ(logits_of(with(fp32, "torchtitan"), 9), 4 * logits);
+    EXPECT_DOUBLE_EQ(logits_of(with(fp32, "torchtitan"), 9), (2 * 4 + 4) * logits);
+    EXPECT_DOUBLE_EQ(logits_of(with(fp32, "torchtitan"), 0), 2 * 4 * logits);
     EXPECT_DOUBLE_EQ(
         with(model, "hyperpipe").stage_memory(3, 9, group, 4, 2048, 1, Recompute::none).logits, 0);
   }
+}
+
+// torchtitan's FSDP shards weights and gradients too. Alone in its pipeline a stage holds
+// the head's unit gathered, the sharded fp32 weights (the optimizer's master) and moments,
+// and no gradient at the backward's start; in a pipeline the unsharded weights and
+// gradients stay between micro-batches, beside a sharded copy of the gradients.
+TEST(DeviceMemory, TorchtitansFsdpShardsWeightsAndGradientsWithoutAPipeline) {
+  const auto model = bf16("llama3-8b");
+  const auto cluster = two_nodes();
+  const int layers = model.num_layers();
+  const auto group = first_devices_of_type(cluster, "Big", 8, 1);
+  const auto with = [&](const char* runtime, bool sharded, int first, int last) {
+    CostOptions options;
+    options.framework = framework_buffers(runtime);
+    options.shard_optimizer = sharded;
+    return CostModel(model, cluster, options)
+        .stage_memory(first, last, group, 16, 8192, 1, Recompute::selective);
+  };
+  const CostModel plain(model, cluster);
+  const double all = plain.range_params(0, layers, 1);
+  const double head = plain.range_params(layers - 1, layers, 1);
+  const StageMemory alone = with("torchtitan", true, 0, layers);
+  EXPECT_TRUE(alone.fully_sharded);
+  EXPECT_DOUBLE_EQ(alone.weights, 2 * head);
+  EXPECT_DOUBLE_EQ(alone.gradients, 0);
+  EXPECT_DOUBLE_EQ(alone.optimizer, (4 + 8) * all / 8);
+  EXPECT_DOUBLE_EQ(alone.framework, 0);
+  // Replicated (no FSDP), or another framework's ZeRO-1: every weight and gradient whole.
+  for (const StageMemory& whole :
+       {with("torchtitan", false, 0, layers), with("megatron", true, 0, layers)}) {
+    EXPECT_FALSE(whole.fully_sharded);
+    EXPECT_DOUBLE_EQ(whole.weights, 2 * all);
+    EXPECT_DOUBLE_EQ(whole.gradients, 4 * all);
+  }
+  const double part = plain.range_params(3, 9, 1);
+  const StageMemory piped = with("torchtitan", true, 3, 9);
+  EXPECT_FALSE(piped.fully_sharded);
+  EXPECT_DOUBLE_EQ(piped.weights, 2 * part);
+  EXPECT_DOUBLE_EQ(piped.gradients, 4 * part);
+  EXPECT_DOUBLE_EQ(piped.framework, 4 * part / 8);
+  // torchtitan's `selective` is its per-op policy, Megatron-LM's the attention core.
+  const model::Workload work{2, 8192, 1, false};
+  EXPECT_DOUBLE_EQ(piped.activations,
+                   6 * static_cast<double>(model.layers()[3].activation_bytes(
+                           work, Recompute::selective, model::SelectiveRule::alternate_products)));
+  EXPECT_DOUBLE_EQ(
+      with("megatron", true, 3, 9).activations,
+      6 * static_cast<double>(model.layers()[3].activation_bytes(work, Recompute::selective)));
 }
 
 // A tied head in the embedding's stage is the embedding's own weight in the frameworks

@@ -104,6 +104,21 @@ TEST_F(PlannedForMegatron, EveryLayerOnceInEachFormat) {
   for (size_t s = 0; s + 1 < parts.size(); ++s) EXPECT_LT(parts[s], parts[s + 1]);
 }
 
+TEST_F(PlannedForMegatron, TorchtitansSelectiveIsThePerOpPolicy) {
+  const auto toml_for = [&](model::Recompute recompute) {
+    for (auto& stage : plan.stages) stage.recompute = recompute;
+    return named(export_plan(plan, model, cluster, plan::Framework::torchtitan), "torchtitan.toml")
+        .text;
+  };
+  const std::string selective = toml_for(model::Recompute::selective);
+  EXPECT_NE(selective.find("mode = \"selective\"\nselective_ac_option = \"op\"\n"),
+            std::string::npos)
+      << selective;
+  const std::string full = toml_for(model::Recompute::full);
+  EXPECT_NE(full.find("mode = \"full\"\n"), std::string::npos) << full;
+  EXPECT_EQ(full.find("selective_ac_option"), std::string::npos) << full;
+}
+
 TEST_F(PlannedForMegatron, ShardedOptimizerStateInEachFramesTerms) {
   const auto flags = [&](bool shard) {
     plan.shard_optimizer = shard;

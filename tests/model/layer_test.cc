@@ -53,6 +53,40 @@ TEST(LayerActivations, FlashAttentionDropsTheScoreMatrix) {
   EXPECT_EQ(plain - fused, s * (5 * a * s) - s * 4 * a);  // scores out, log-sum-exp in
 }
 
+// torchtitan's per-op policy on a LLaMA block (wq, wk, wv, wo, w1, w3, w2 in forward order):
+// the block's input, the 1st, 3rd, 5th and 7th products' outputs (wq, wv, w1, w2), and the
+// fused attention's output and fp32 log-sum-exp per head.
+TEST(LayerActivations, TorchtitansPerOpPolicyKeepsEveryOtherProduct) {
+  auto config = *find_catalogue_model("llama3-8b");
+  config.flash_attention = true;
+  const Layer block(LayerKind::decoder_block, 1, config);
+  const double tokens = 2.0 * 8192, h = 4096, kv = 1024, f = 14336, a = 32, e = 2;
+  const Workload work{2, 8192, 1, false};
+  const auto rule = SelectiveRule::alternate_products;
+  EXPECT_DOUBLE_EQ(static_cast<double>(block.activation_bytes(work, Recompute::selective, rule)),
+                   tokens * (e * (h + h + kv + f + h + h) + 4 * a));
+  // What it reruns: the other products, wk, wo and w3; the attention is kept.
+  EXPECT_DOUBLE_EQ(block.recompute_flops(work, Recompute::selective, rule),
+                   2 * tokens * (h * kv + h * h + h * f));
+  // Biased products are aten.addmm, which the policy neither keeps nor counts: with
+  // biases on q, k and v the count starts at wo, so wo and w3 are kept.
+  config.qkv_bias = true;
+  const Layer biased(LayerKind::decoder_block, 1, config);
+  EXPECT_DOUBLE_EQ(static_cast<double>(biased.activation_bytes(work, Recompute::selective, rule)),
+                   tokens * (e * (h + h + f + h) + 4 * a));
+  // Without a fused kernel the attention is rerun and nothing of it kept.
+  config.qkv_bias = false;
+  config.flash_attention = false;
+  const Layer unfused(LayerKind::decoder_block, 1, config);
+  EXPECT_DOUBLE_EQ(static_cast<double>(unfused.activation_bytes(work, Recompute::selective, rule)),
+                   tokens * e * (h + h + kv + f + h));
+  // Full and none do not depend on the rule.
+  EXPECT_EQ(block.activation_bytes(work, Recompute::full, rule),
+            block.activation_bytes(work, Recompute::full));
+  EXPECT_EQ(block.activation_bytes(work, Recompute::none, rule),
+            block.activation_bytes(work, Recompute::none));
+}
+
 TEST(LayerActivations, WeightGradientKeepsTheProductInputs) {
   // GPT block in fp16: inputs of QKV (h), output projection (h), fc1 (h) and fc2 (4h),
   // 2 bytes each: 14·s·b·h of the 34·s·b·h + scores the block keeps.

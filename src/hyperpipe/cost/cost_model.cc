@@ -17,6 +17,8 @@ constexpr double kAdamMomentBytes = 8;
 // fp32 main grads: mixed precision accumulates each 16-bit weight's gradient in fp32
 // (Megatron-LM's main_grad, its default for bf16 and HyperPipe's for both 16-bit types).
 constexpr double kMainGradBytes = 4;
+// A loss computed in fp32 (the softmax it keeps and the gradients of its backward).
+constexpr double kFp32Bytes = 4;
 // One AdamW step per parameter reads the gradient (a main grad under mixed precision), the
 // master weight (the weight itself in fp32), momentum and variance, and writes all but the
 // gradient, plus the 16-bit copy.
@@ -49,8 +51,12 @@ std::string ComputeTime::source() const {
 
 std::vector<MemoryTerm> StageMemory::terms() const {
   std::vector<MemoryTerm> t{
-      {"weights", weights, "the layers' parameters in the model's type"},
-      {"gradients", gradients, "main grads: fp32 for 16-bit weights (Megatron-LM's main_grad)"},
+      {"weights", weights,
+       fully_sharded ? "FSDP: the head's unit gathered, the others one at a time"
+                     : "the layers' parameters in the model's type"},
+      {"gradients", gradients,
+       fully_sharded ? "FSDP: none at the backward's start; they come sharded"
+                     : "main grads: fp32 for 16-bit weights (Megatron-LM's main_grad)"},
       {"optimizer", optimizer, "AdamW: fp32 master and two moments, 1/dp sharded (ZeRO-1)"},
       {"activations", activations, "saved for backward, micro-batches in flight"},
       {"framework", framework, "the framework's gradient copies (cost/device_memory.cc)"},
@@ -145,7 +151,8 @@ ComputeTime CostModel::layer_time(int layer, const cluster::GpuType& type,
                                   const model::Workload& work, model::Recompute recompute) const {
   const model::Layer& spec = model_.layers().at(layer);
   const model::LayerFlops flops = spec.flops(work);
-  const double recompute_flops = spec.recompute_flops(work, recompute);
+  const double recompute_flops =
+      spec.recompute_flops(work, recompute, options_.framework.selective_rule);
   // The share of the forward pass that recomputation reruns.
   const double rerun = flops.forward > 0 ? recompute_flops / flops.forward : 0.0;
   ComputeTime time;
@@ -238,6 +245,8 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
   }
   const bool has_master = element_bytes < kMasterWeightBytes;
   const double shards = options_.shard_optimizer ? group.dp : 1;
+  const int layers = model_.num_layers();
+  const bool whole_model = first == 0 && last == layers;
   StageMemory memory;
   memory.weights = params * element_bytes;
   const double main_grad_bytes = has_master && framework.main_grads_in_reduce_dtype
@@ -246,7 +255,15 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
   memory.gradients = params * main_grad_bytes;
   memory.optimizer = params * ((has_master ? kMasterWeightBytes : 0.0) + kAdamMomentBytes) / shards;
   memory.framework = params * (has_master ? framework.half_grad_bytes : 0.0);
-  if (framework.sharded_grad_copy && options_.shard_optimizer) {
+  memory.fully_sharded = framework.fully_shards && options_.shard_optimizer && whole_model;
+  if (memory.fully_sharded) {
+    // FSDP without a pipeline (FrameworkBuffers::fully_shards): the head's unit gathered,
+    // the sharded weights (the optimizer's master under mixed precision), no gradient.
+    const double head_params = range_params(layers - 1, layers, group.tp);
+    memory.weights =
+        head_params * element_bytes + (has_master ? 0.0 : params * element_bytes / shards);
+    memory.gradients = 0;
+  } else if (framework.sharded_grad_copy && options_.shard_optimizer) {
     memory.framework += params * main_grad_bytes / shards;
   }
   const cluster::GpuType& type = cluster_.gpu_type(group.gpu_type);
@@ -257,8 +274,8 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
     if (recompute == model::Recompute::none && profiled && profiled->times.activation_bytes) {
       per_micro_batch += *profiled->times.activation_bytes;
     } else {
-      per_micro_batch +=
-          static_cast<double>(model_.layers()[layer].activation_bytes(work, recompute));
+      per_micro_batch += static_cast<double>(
+          model_.layers()[layer].activation_bytes(work, recompute, framework.selective_rule));
     }
   }
   if (options_.sequence_parallel && group.tp > 1 && first > 0) {
@@ -273,7 +290,6 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
     memory.weight_gradient_activations +=
         static_cast<double>(model_.layers()[layer].weight_gradient_bytes(work));
   }
-  const int layers = model_.num_layers();
   if (framework.keeps_stage_outputs && last < layers) {
     memory.pipe_buffers =
         static_cast<double>(model_.layers()[last - 1].output_bytes(work)) * in_flight;
@@ -291,6 +307,12 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
       per_logit = has_master ? element_bytes : 0.0;
     } else if (upcast) {
       per_logit += kMasterWeightBytes;
+    }
+    if (framework.loss_backward_out_of_place) {
+      // The backward's moment: two fp32 gradients beside the kept softmax, and the
+      // logits as the head made them unless the step dropped them.
+      const bool dropped = framework.frees_logits_before_backward && whole_model;
+      per_logit = std::max(per_logit, 2 * kFp32Bytes + (dropped ? 0.0 : element_bytes));
     }
     memory.logits = logits * per_logit;
   }

@@ -59,6 +59,8 @@ struct StageMemory {
   double allocator_ratio = 1;
   // Set where the GPU type's `reserved_memory` replaces the device-level terms.
   bool stated_reserve = false;
+  // Set where FSDP shards the weights and gradients of a stage alone in its pipeline.
+  bool fully_sharded = false;
 
   // Bytes the caching allocator hands out at this stage's peak.
   double allocated() const {

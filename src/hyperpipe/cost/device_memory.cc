@@ -94,10 +94,24 @@ std::array<FrameworkBuffers, 4> make_frameworks() {
   // the reduce-scatter leaves a sharded copy beside them; the loss upcasts the logits and
   // hands the copy to F.cross_entropy, whose log-softmax is a tensor of its own
   // (torchtitan/components/loss.py, cross_entropy_loss).
+  // Its cross-entropy's backward (log_softmax_backward_data) writes a new tensor, and its
+  // train step deletes the output before loss.backward() (train.py, "del pred") where there
+  // is no pipeline. Its FSDP (torchtitan/distributed/fsdp.py, apply_fsdp_to_decoder) shards
+  // the embedding, each block, and the final norm with the output layer as units; without
+  // pipelining all but that last unit reshard after forward, and optimizer.zero_grad() sets
+  // the gradients to None. Its `selective` is SelectiveAC, the per-op policy
+  // (torchtitan/distributed/activation_checkpoint.py). PyTorch's own FSDPMemTracker agrees
+  // (bench/memory_validation/fsdp_oracle.py).
   t[3].runtime = "torchtitan";
   t[3].sharded_grad_copy = true;
   t[3].fp32_loss = true;
-  t[3].source = "torchtitan 2025 / PyTorch 2.7: _fsdp_param.py, components/loss.py";
+  t[3].loss_backward_out_of_place = true;
+  t[3].frees_logits_before_backward = true;
+  t[3].fully_shards = true;
+  t[3].selective_rule = model::SelectiveRule::alternate_products;
+  t[3].source =
+      "torchtitan 2025 / PyTorch 2.7: _fsdp_param.py, components/loss.py, distributed/fsdp.py, "
+      "distributed/activation_checkpoint.py";
   return t;
 }
 

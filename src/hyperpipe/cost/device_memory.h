@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "hyperpipe/model/layer.h"
+
 namespace hyperpipe::cost {
 
 // How a framework keeps its gradients and exchanges, as far as memory goes. The weights,
@@ -31,6 +33,20 @@ struct FrameworkBuffers {
   // keeps for the backward (Megatron-LM's vocab-parallel cross-entropy); otherwise the
   // softmax is a tensor of its own beside the copy while the loss runs.
   bool loss_in_place = false;
+  // The loss's backward is out of place: it holds the fp32 softmax it kept, the gradient
+  // coming into it and the one it makes, three tensors at vocabulary size at once.
+  bool loss_backward_out_of_place = false;
+  // The training step drops the model's output before the backward when the model is one
+  // stage; a pipeline schedule keeps each stage's output until its backward.
+  bool frees_logits_before_backward = false;
+  // Sharding the optimizer (FSDP) shards the weights and gradients too. A stage alone in
+  // its pipeline gathers each unit's weights for its forward and frees them after, all but
+  // the head's unit, kept for the backward; the gradients come sharded while the backward
+  // frees activations, and the step before left none, so at the backward's start (the
+  // peak) no gradient is held. With pipelining every count stays as without this.
+  bool fully_shards = false;
+  // What `recompute: selective` keeps for the backward.
+  model::SelectiveRule selective_rule = model::SelectiveRule::attention_core;
   // A stage holding both the embedding and a tied head keeps the head's weight as a
   // tensor of its own (summed with the embedding's gradient), not the same tensor.
   bool separate_tied_head = false;

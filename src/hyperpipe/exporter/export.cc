@@ -196,11 +196,15 @@ ExportedFile torchtitan(const plan::Plan& plan, const model::Model& model) {
       "local_batch_size = {}\n"
       "seq_len = {}\n\n"
       "[activation_checkpoint]\n"
-      "mode = \"{}\"\n",
+      "mode = \"{}\"\n"
+      "{}",
       plan.ranks(), torchtitan_schedule(plan.schedule), fmt::join(chunks, ", "), plan.micro_batches,
       first.tp, plan.shard_optimizer ? first.dp : 1, plan.shard_optimizer ? 1 : first.dp,
       per_rank_micro_batch(plan, plan::Framework::torchtitan) * plan.micro_batches,
-      sequence_length(plan, model), modes[static_cast<int>(first.recompute)]);
+      sequence_length(plan, model), modes[static_cast<int>(first.recompute)],
+      // The per-op policy HyperPipe's memory count assumes for `selective` (its default in
+      // torchtitan's 2024 configs was "2", every second block in full).
+      first.recompute == model::Recompute::selective ? "selective_ac_option = \"op\"\n" : "");
   return {"torchtitan.toml", text};
 }
 

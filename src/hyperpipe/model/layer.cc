@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace hyperpipe::model {
 namespace {
@@ -16,6 +17,41 @@ constexpr int64_t kDropoutMaskBytes = 1;
 constexpr int64_t kLogitBytes = 4;
 // FlashAttention keeps one fp32 log-sum-exp per head and token instead of the score matrix.
 constexpr int64_t kLogSumExpBytes = 4;
+
+// One weight product of a block as a per-op checkpointing policy sees it.
+struct BlockProduct {
+  int64_t in = 0;
+  int64_t out = 0;
+  bool row_parallel = false;  // Megatron's row split: each rank's output is a partial sum
+  bool bias = false;          // aten.addmm rather than aten.mm
+};
+
+// A block's weight products in the order its forward runs them.
+std::vector<BlockProduct> block_products(const TransformerConfig& c) {
+  const int64_t h = c.hidden;
+  if (c.flavour == Flavour::gpt) {
+    return {{h, h + 2 * c.kv_dim(), false, true},
+            {h, h, true, true},
+            {h, c.ffn_hidden, false, true},
+            {c.ffn_hidden, h, true, true}};
+  }
+  // LLaMA: wq, wk, wv, wo, then w2(silu(w1(x)) * w3(x)) runs w1, w3, w2.
+  return {{h, h, false, c.qkv_bias},          {h, c.kv_dim(), false, c.qkv_bias},
+          {h, c.kv_dim(), false, c.qkv_bias}, {h, h, true, false},
+          {h, c.ffn_hidden, false, false},    {h, c.ffn_hidden, false, false},
+          {c.ffn_hidden, h, true, false}};
+}
+
+// Whether the per-op policy keeps each product's output: every other bias-free one.
+std::vector<bool> alternate_kept(const std::vector<BlockProduct>& products) {
+  std::vector<bool> kept;
+  int counted = 0;
+  for (const auto& p : products) {
+    if (!p.bias) ++counted;
+    kept.push_back(!p.bias && counted % 2 == 1);
+  }
+  return kept;
+}
 
 // Byte counts of absurd inputs can pass 2^63; they are computed in double and held there.
 int64_t to_bytes(double bytes) {
@@ -140,10 +176,11 @@ LayerFlops Layer::flops(const Workload& work) const {
   return {};
 }
 
-double Layer::recompute_flops(const Workload& work, Recompute recompute) const {
+double Layer::recompute_flops(const Workload& work, Recompute recompute, SelectiveRule rule) const {
   if (kind_ != LayerKind::decoder_block || recompute == Recompute::none) return 0;
   const LayerFlops f = block_flops(work);
   if (recompute == Recompute::full) return f.forward;
+  if (rule == SelectiveRule::alternate_products) return alternate_products_rerun_flops(work);
   // Selective: the attention core, i.e. the two products without weights.
   return f.backward_input - f.forward;
 }
@@ -204,11 +241,60 @@ int64_t Layer::head_activation_bytes(const Workload& work) const {
   return to_bytes(bytes);
 }
 
-int64_t Layer::activation_bytes(const Workload& work, Recompute recompute) const {
+int64_t Layer::alternate_products_bytes(const Workload& work) const {
+  const auto& c = config_;
+  const double e = static_cast<double>(bytes_per_element(c.dtype));
+  const double tokens = static_cast<double>(work.micro_batch) * static_cast<double>(work.seq_len);
+  const double tp = static_cast<double>(work.tp);
+  const bool split_sequence = work.sequence_parallel && work.tp > 1;
+  // The block's input, which the checkpoint keeps to rerun it.
+  double elements = static_cast<double>(c.hidden) / (split_sequence ? tp : 1.0);
+  const auto products = block_products(c);
+  const auto kept = alternate_kept(products);
+  for (size_t i = 0; i < products.size(); ++i) {
+    const auto& p = products[i];
+    // A column split's output is 1/tp; a row split's is the whole partial sum, which with
+    // sequence parallelism a reduce-scatter (also kept) turns into 1/tp.
+    if (kept[i]) elements += p.row_parallel ? static_cast<double>(p.out) : p.out / tp;
+    if (p.row_parallel && split_sequence) elements += p.out / tp;
+  }
+  double bytes = tokens * elements * e;
+  if (c.flash_attention) {
+    // The fused kernel's output and log-sum-exp are kept; without it the attention's
+    // products and softmax are rerun like everything else.
+    bytes += tokens *
+             (static_cast<double>(c.hidden) * e + static_cast<double>(c.heads * kLogSumExpBytes)) /
+             tp;
+  }
+  return to_bytes(bytes);
+}
+
+double Layer::alternate_products_rerun_flops(const Workload& work) const {
+  const auto& c = config_;
+  const double tokens = static_cast<double>(work.micro_batch) * static_cast<double>(work.seq_len);
+  const auto products = block_products(c);
+  const auto kept = alternate_kept(products);
+  double macs = 0;
+  for (size_t i = 0; i < products.size(); ++i) {
+    if (!kept[i]) macs += tokens * static_cast<double>(products[i].in * products[i].out);
+  }
+  double flops = kFlopsPerMultiplyAdd * macs / work.tp;
+  if (!c.flash_attention) {
+    const LayerFlops f = block_flops(work);
+    flops += f.backward_input - f.forward;  // the attention core's two products
+  }
+  return flops;
+}
+
+int64_t Layer::activation_bytes(const Workload& work, Recompute recompute,
+                                SelectiveRule rule) const {
   switch (kind_) {
     case LayerKind::embedding:
       return embedding_activation_bytes(work);
     case LayerKind::decoder_block:
+      if (recompute == Recompute::selective && rule == SelectiveRule::alternate_products) {
+        return alternate_products_bytes(work);
+      }
       return block_activation_bytes(work, recompute);
     case LayerKind::head:
       return head_activation_bytes(work);

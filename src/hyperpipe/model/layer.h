@@ -22,6 +22,14 @@ std::string_view to_string(LayerKind kind);
 enum class Recompute { none, selective, full };
 std::string_view to_string(Recompute recompute);
 
+// What `selective` keeps is the framework's choice. Megatron-LM's (and HyperPipe's)
+// recomputes the attention core (Korthikanti et al.). torchtitan's per-op policy keeps the
+// outputs of the fused attention kernel and of every other bias-free matrix product in
+// forward order (the 1st, 3rd, ...), and reruns everything else from the block's input
+// (torchtitan/distributed/activation_checkpoint.py, SelectiveAC: aten.mm is saved unless
+// its count in the block is even; biased products are aten.addmm, never saved).
+enum class SelectiveRule { attention_core, alternate_products };
+
 // What one device of a stage processes in one micro-batch step.
 struct Workload {
   int64_t micro_batch = 1;  // sequences on this device (after data-parallel split)
@@ -64,9 +72,11 @@ class Layer {
   LayerFlops flops(const Workload& work) const;
   // Extra forward FLOPs run during backward under `recompute` (the head and embedding are
   // never recomputed).
-  double recompute_flops(const Workload& work, Recompute recompute) const;
+  double recompute_flops(const Workload& work, Recompute recompute,
+                         SelectiveRule rule = SelectiveRule::attention_core) const;
   // Bytes this layer keeps for backward per micro-batch on one device.
-  int64_t activation_bytes(const Workload& work, Recompute recompute) const;
+  int64_t activation_bytes(const Workload& work, Recompute recompute,
+                           SelectiveRule rule = SelectiveRule::attention_core) const;
   // Bytes still held between this layer's backward-input (B) and backward-weight (W) when
   // they run apart (zero-bubble schedules): the inputs of its matrix products, which the
   // weight gradient needs (Qi et al., ICLR'24, call this M_W). Everything else B frees.
@@ -84,6 +94,8 @@ class Layer {
  private:
   LayerFlops block_flops(const Workload& work) const;
   int64_t block_activation_bytes(const Workload& work, Recompute recompute) const;
+  int64_t alternate_products_bytes(const Workload& work) const;
+  double alternate_products_rerun_flops(const Workload& work) const;
   int64_t embedding_activation_bytes(const Workload& work) const;
   int64_t head_activation_bytes(const Workload& work) const;
 
