@@ -27,7 +27,7 @@ GIB = 2 ** 30
 
 # The terms the caching allocator hands out (torch.cuda.max_memory_allocated counts them):
 # all but its reserve and what lies outside it (docs/formats.md, "Memory breakdown").
-OUTSIDE_THE_ALLOCATED = {"allocator", "communicators", "context", "reserved"}
+OUTSIDE_THE_ALLOCATED = {"allocator", "stream_pools", "communicators", "context", "reserved"}
 OUTSIDE_THE_RESERVED = {"communicators", "context", "reserved"}
 
 

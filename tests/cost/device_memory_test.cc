@@ -218,6 +218,33 @@ TEST(DeviceMemory, TorchtitansFsdpShardsWeightsAndGradientsWithoutAPipeline) {
   EXPECT_DOUBLE_EQ(piped.weights, 2 * part);
   EXPECT_DOUBLE_EQ(piped.gradients, 4 * part);
   EXPECT_DOUBLE_EQ(piped.framework, 4 * part / 8);
+  // On a GPU the allocator keeps FSDP's side streams' pools: the sharded fp32 gradients
+  // and one gathered output per unit size; the default stream's ratio is torchtitan's.
+  const double unit_sizes = plain.range_params(0, 1, 1) + head + plain.range_params(1, 2, 1);
+  EXPECT_DOUBLE_EQ(alone.stream_pools, 4 * all / 8 + 2 * unit_sizes);
+  EXPECT_DOUBLE_EQ(alone.allocator_ratio, framework_buffers("torchtitan").fsdp_allocator_ratio);
+  EXPECT_GT(alone.allocator_ratio, gpu_defaults().allocator_ratio);
+  EXPECT_DOUBLE_EQ(alone.allocator, (alone.allocator_ratio - 1) * alone.allocated());
+  EXPECT_DOUBLE_EQ(alone.outside_allocator(),
+                   alone.communicators + alone.context + alone.stream_pools);
+  EXPECT_DOUBLE_EQ(piped.stream_pools, 0);
+  EXPECT_DOUBLE_EQ(piped.allocator_ratio, gpu_defaults().allocator_ratio);
+  // A CPU stand-in has no caching allocator: the same stage holds none of it.
+  const auto stand_ins = cluster::read_cluster_yaml(YamlField::load_string(R"(
+    gpu_types: [{name: A100-80GB, speed: 1}]
+    nodes: [{name: a, gpu: A100-80GB, count: 8}]
+    links: {intra_node: {bandwidth: 300 GB/s, latency: 5 us}})",
+                                                                           "stand-ins"));
+  CostOptions titan;
+  titan.framework = framework_buffers("torchtitan");
+  titan.shard_optimizer = true;
+  const StageMemory emulated =
+      CostModel(model, stand_ins, titan)
+          .stage_memory(0, layers, first_devices_of_type(stand_ins, "A100-80GB", 8, 1), 16, 8192, 1,
+                        Recompute::selective);
+  EXPECT_TRUE(emulated.fully_sharded);
+  EXPECT_DOUBLE_EQ(emulated.stream_pools, 0);
+  EXPECT_DOUBLE_EQ(emulated.allocator_ratio, 1);
   // torchtitan's `selective` is its per-op policy, Megatron-LM's the attention core.
   const model::Workload work{2, 8192, 1, false};
   EXPECT_DOUBLE_EQ(piped.activations,

@@ -69,6 +69,10 @@ std::vector<MemoryTerm> StageMemory::terms() const {
   }
   t.push_back({"workspaces", workspaces, "cuBLAS workspace (PyTorch CublasHandlePool.cpp)"});
   t.push_back({"allocator", allocator, "caching allocator: reserved over allocated"});
+  if (stream_pools > 0) {
+    t.push_back({"stream_pools", stream_pools,
+                 "FSDP's side streams: sharded gradients, gathered units (_fsdp_collectives.py)"});
+  }
   t.push_back({"communicators", communicators, "NCCL buffers per group (NCCL src/init.cc)"});
   t.push_back({"context", context, "CUDA context and kernel images (PyTorch #86509)"});
   return t;
@@ -337,7 +341,23 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
   memory.context = overheads.context;
   memory.workspaces = overheads.workspace;
   memory.allocator_ratio = overheads.allocator_ratio;
-  memory.allocator = (overheads.allocator_ratio - 1) * memory.allocated();
+  // CUDA's caching allocator's facts: a CPU stand-in has none of them.
+  const bool on_a_gpu = !type.speed;
+  if (on_a_gpu && memory.fully_sharded && framework.fsdp_allocator_ratio > 0) {
+    memory.allocator_ratio = framework.fsdp_allocator_ratio;
+  }
+  if (on_a_gpu && memory.fully_sharded && framework.fsdp_stream_pools) {
+    // The reduce-scatter stream keeps the sharded gradients' blocks (in the reduce type;
+    // with gradient accumulation a later micro-batch finds them in use, not cached);
+    // the all-gather stream one gathered output per unit size: the embedding's, the
+    // head's, a block's.
+    const double gathered_units = range_params(0, 1, group.tp) +
+                                  range_params(layers - 1, layers, group.tp) +
+                                  range_params(1, 2, group.tp);
+    memory.stream_pools =
+        params * reduce_bytes_per_element() / shards + gathered_units * element_bytes;
+  }
+  memory.allocator = (memory.allocator_ratio - 1) * memory.allocated();
   return memory;
 }
 

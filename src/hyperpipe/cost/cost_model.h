@@ -49,11 +49,14 @@ struct StageMemory {
   // Of those, per micro-batch, what stays from its B until its W when they run apart.
   double weight_gradient_activations = 0;
   // What the device holds besides.
-  double framework = 0;      // the framework's own gradient copies (FrameworkBuffers)
-  double pipe_buffers = 0;   // outputs a framework keeps until their backward, all in flight
-  double logits = 0;         // the loss's transient at vocabulary size (the head's stage)
-  double workspaces = 0;     // cuBLAS, through the allocator
-  double allocator = 0;      // reserved but not allocated: (ratio − 1) × the allocated bytes
+  double framework = 0;     // the framework's own gradient copies (FrameworkBuffers)
+  double pipe_buffers = 0;  // outputs a framework keeps until their backward, all in flight
+  double logits = 0;        // the loss's transient at vocabulary size (the head's stage)
+  double workspaces = 0;    // cuBLAS, through the allocator
+  double allocator = 0;     // reserved but not allocated: (ratio − 1) × the allocated bytes
+  // Reserved in the allocator's pools of FSDP's side streams, which the default stream's
+  // requests cannot use (FrameworkBuffers::fsdp_stream_pools).
+  double stream_pools = 0;
   double communicators = 0;  // NCCL's buffers for the groups the device talks in
   double context = 0;        // CUDA context and kernel images
   double allocator_ratio = 1;
@@ -71,8 +74,9 @@ struct StageMemory {
   double static_allocated() const {
     return weights + gradients + optimizer + framework + logits + workspaces;
   }
-  // Bytes held outside the allocator.
-  double outside_allocator() const { return communicators + context; }
+  // Bytes the allocator ratio does not scale: those held outside the allocator, and the
+  // side streams' pools.
+  double outside_allocator() const { return communicators + context + stream_pools; }
   double total() const { return allocated() + allocator + outside_allocator(); }
   // The peak as the device reports it, with `activations` bytes of activations in flight.
   double device_peak(double activation_bytes) const {

@@ -53,6 +53,13 @@ constexpr int kHopperComputeCapability = 9;
 // default is the rounding alone on tensors of the sizes a transformer's saved activations
 // have (tens of MiB): about 2 %. `profile --memory` measures the ratio over real steps.
 constexpr double kDefaultAllocatorRatio = 1.02;
+// The same for torchtitan's FSDP step with one stage (per-op selective checkpointing, the
+// loss in fp32), whose freed vocabulary-size and activation blocks the next requests
+// cannot always reuse: the median over six shapes of PyTorch's caching-allocator policy
+// replayed on PyTorch's own allocation trace of that step (1.081 to 1.156), the runs
+// published by torchtitan not among them:
+//   ~/.cache/hyperpipe/venv/bin/python bench/memory_validation/allocator_replay.py --sweep
+constexpr double kTorchtitanFsdpAllocatorRatio = 1.111;
 
 std::array<FrameworkBuffers, 4> make_frameworks() {
   std::array<FrameworkBuffers, 4> t{};
@@ -108,6 +115,11 @@ std::array<FrameworkBuffers, 4> make_frameworks() {
   t[3].loss_backward_out_of_place = true;
   t[3].frees_logits_before_backward = true;
   t[3].fully_shards = true;
+  // FSDP2 allocates all-gather outputs on its copy-in stream and reduce-scatter outputs on
+  // its reduce-scatter stream (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py,
+  // foreach_all_gather and foreach_reduce).
+  t[3].fsdp_stream_pools = true;
+  t[3].fsdp_allocator_ratio = kTorchtitanFsdpAllocatorRatio;
   t[3].selective_rule = model::SelectiveRule::alternate_products;
   t[3].source =
       "torchtitan 2025 / PyTorch 2.7: _fsdp_param.py, components/loss.py, distributed/fsdp.py, "

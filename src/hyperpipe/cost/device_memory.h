@@ -45,6 +45,12 @@ struct FrameworkBuffers {
   // frees activations, and the step before left none, so at the backward's start (the
   // peak) no gradient is held. With pipelining every count stays as without this.
   bool fully_shards = false;
+  // Where it fully shards one stage: the caching allocator's pools of FSDP's side streams,
+  // reserved beside the default stream's (the reduce-scatter's outputs, which become the
+  // sharded gradients, and the all-gather's outputs, one per unit size), and the default
+  // stream's reserved over allocated bytes in place of the device's ratio (0: the device's).
+  bool fsdp_stream_pools = false;
+  double fsdp_allocator_ratio = 0;
   // What `recompute: selective` keeps for the backward.
   model::SelectiveRule selective_rule = model::SelectiveRule::attention_core;
   // A stage holding both the embedding and a tied head keeps the head's weight as a

@@ -37,7 +37,8 @@ std::vector<OverCapacity> over_capacity(const PlanSimulation& simulation) {
       // The allocator's share scales with what it holds; leaving a term out leaves out
       // its share too.
       const bool held_by_allocator = term.name != "communicators" && term.name != "context" &&
-                                     term.name != "allocator" && term.name != "reserved";
+                                     term.name != "allocator" && term.name != "reserved" &&
+                                     term.name != "stream_pools";
       const double freed =
           term.bytes * (held_by_allocator ? simulation.device_peaks[r].allocator_ratio : 1.0);
       if (term.bytes > 0 && freed >= over.over() &&
