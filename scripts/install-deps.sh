@@ -16,13 +16,14 @@ cd "$(dirname "$0")/.."
 # module (`import hyperpipe`). rsvg-convert (librsvg2-bin) renders the SVG charts to PNG
 # in the tests, which read the pixels with libpng, in the font fontconfig picks.
 # libsentencepiece-dev reads SentencePiece tokenizers (LLaMA 2, Mistral); libpcre2-dev runs
-# GPT-2's pre-tokenizer pattern, which needs Unicode classes std::regex lacks.
+# the byte-level BPEs' pre-tokenizer patterns, which need Unicode classes std::regex lacks;
+# libutf8proc-dev composes text to NFC where a tokenizer.json asks (Qwen2's).
 # One group per line: what it is for, then its packages.
 PACKAGE_GROUPS=(
   "build tools:build-essential cmake ninja-build ccache clang-format git python3 python3-venv pkgconf"
   "fuzzing and sanitizers:clang libclang-rt-14-dev clang-tidy"
   "libraries:nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev"
-  "tokenizers:libsentencepiece-dev libpcre2-dev"
+  "tokenizers:libsentencepiece-dev libpcre2-dev libutf8proc-dev"
   "training runtime:libgloo-dev"
   "tests and benchmarks:libgtest-dev libgmock-dev libbenchmark-dev"
   "network lab:iproute2 openmpi-bin"

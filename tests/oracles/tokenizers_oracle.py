@@ -1,152 +1,100 @@
 #!/usr/bin/env python3
 """HyperPipe's byte-level BPE held against Hugging Face `tokenizers` on over 1 MB of text.
 
-Hugging Face's own library trains a GPT-2-style tokenizer (byte-level pre-tokenizer with
-GPT-2's pattern, BPE) on a varied text this script writes from a fixed seed: prose, several
-scripts (Latin with diacritics, Greek, Cyrillic, Arabic, Hebrew, Devanagari, Thai, CJK,
-Hangul), combining marks, digits in long runs, whitespace runs of spaces, tabs, newlines and
-carriage returns, non-breaking and other Unicode spaces, emoji with skin tones and
-zero-width joiners, contractions in both cases, punctuation. It saves the tokenizer as
-GPT-2's vocab.json + merges.txt and as a tokenizer.json; `hyperpipe tokenize` encodes every
-document from each, and the ids must equal `tokenizers`' own, document by document.
+Hugging Face's own library trains three tokenizers on the varied text of varied_text.py, set
+up as GPT-2's, Llama 3's and Qwen2's files are: GPT-2's byte-level pre-tokenizer with its
+own pattern; Llama 3's Split by its pattern (digits in threes) before the bytes, with
+ignore_merges and tokens no merge makes; Qwen2's pattern (digits one by one) and NFC normalizer. It saves each as a
+tokenizer.json (GPT-2's also as vocab.json + merges.txt); `hyperpipe tokenize` encodes
+every document from each, and the ids must equal `tokenizers`' own, document by document.
 
   HYPERPIPE=build/hyperpipe ~/.cache/hyperpipe/venv/bin/python tests/oracles/tokenizers_oracle.py
 """
 import json
 import os
-import random
-import struct
-import subprocess
 import sys
-import tempfile
 
-SEED = 38
-TARGET_BYTES = 1_100_000  # the issue asks for at least 1 MB
+from encode_with_hyperpipe import compare, run_cases, tokenize
+
 VOCAB_SIZE = 6000
 END_OF_TEXT = "<|endoftext|>"
-
-WORDS = ("the model trains on many devices while its pipeline keeps every stage busy and "
-         "memory stays within what each card holds").split()
-SCRIPTS = [
-    "àéîõüçñßøåæœ", "αβγδεζηθικλμνξοπρστυφχψω", "абвгдежзийклмнопрстуфхцчшщыэюя",
-    "ابتثجحخدذرزسشصضطظعغفقكلمنهوي", "אבגדהוזחטיכלמנסעפצקרשת", "अआइईउऊएऐओऔकखगघचछजझटठडढणतथदधनपफबभमयरलवशसह",
-    "กขคงจฉชซญดตถทนบปผพฟภมยรลวศสหอฮ", "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年",
-    "가나다라마바사아자차카타파하한국어문장",
-]
-COMBINING = ["\u0301", "\u0308", "\u0327", "\u20dd", "\u0489"]
-SPACES = [" ", "  ", "   ", "\t", "\t\t", "\n", "\n\n", "\r\n", " \n", "\u00a0", "\u2003", "\u3000",
-          " \t ", "\n   \n"]
-EMOJI = ["😀", "👍🏽", "👩‍💻", "👨‍👩‍👧‍👦", "🏳️‍🌈", "❤️", "🇨🇭", "🤖", "✨", "1️⃣"]
-CONTRACTIONS = ["it's", "don't", "we're", "you've", "I'm", "we'll", "he'd", "IT'S", "DON'T",
-                "We'Re", "o'clock", "'s", "''", "'"]
-PUNCTUATION = [".", ",", "!?", "...", "—", "«»", "()", "[]", "{}", "#", "@", "&&", "->", "::",
-               "\"", "`", "~", "%", "$", "€", "¿", "¡", "・", "。", "、"]
+UNMERGEABLE_PIECES = 200
 
 
-def word(rng):
-    kind = rng.random()
-    if kind < 0.45:
-        w = rng.choice(WORDS)
-        return w.capitalize() if rng.random() < 0.15 else w
-    if kind < 0.65:
-        letters = rng.choice(SCRIPTS)
-        w = "".join(rng.choice(letters) for _ in range(rng.randint(1, 9)))
-        if rng.random() < 0.1:
-            w += rng.choice(COMBINING)
-        return w
-    if kind < 0.75:
-        return str(rng.randint(0, 10 ** rng.randint(1, 14)))
-    if kind < 0.83:
-        return rng.choice(CONTRACTIONS)
-    if kind < 0.92:
-        return rng.choice(PUNCTUATION)
-    return "".join(rng.choice(EMOJI) for _ in range(rng.randint(1, 3)))
+# The pre-tokenizer patterns of Meta's Llama 3 and of Qwen2's tokenizer.json files.
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                  r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
+                 r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
-def documents(rng):
-    total = 0
-    while total < TARGET_BYTES:
-        parts = []
-        for _ in range(rng.randint(5, 400)):
-            parts.append(word(rng))
-            parts.append(rng.choice(SPACES) if rng.random() < 0.3 else " ")
-        text = "".join(parts)
-        if rng.random() < 0.2:
-            text = rng.choice(SPACES) + text  # leading whitespace
-        total += len(text.encode("utf-8"))
-        yield text
+def trained(flavour, docs):
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-
-def read_indexed_dataset(prefix):
-    """Megatron-LM's indexed dataset: the .idx header, sizes, pointers; the tokens in .bin."""
-    with open(prefix + ".idx", "rb") as f:
-        index = f.read()
-    assert index[:9] == b"MMIDIDX\x00\x00", "not a Megatron-LM index"
-    dtype_code = index[17]
-    count = struct.unpack_from("<Q", index, 18)[0]
-    sizes = struct.unpack_from(f"<{count}i", index, 34)
-    pointers = struct.unpack_from(f"<{count}q", index, 34 + 4 * count)
-    width, fmt = {8: (2, "H"), 4: (4, "i"), 5: (8, "q")}[dtype_code]
-    with open(prefix + ".bin", "rb") as f:
-        data = f.read()
-    return [list(struct.unpack_from(f"<{n}{fmt}", data, p)) for n, p in zip(sizes, pointers)]
-
-
-def first_difference(ours, theirs):
-    for i, (a, b) in enumerate(zip(ours, theirs)):
-        if a != b:
-            return i
-    return min(len(ours), len(theirs))
-
-
-def main():
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    hyperpipe = os.environ.get("HYPERPIPE", "build/hyperpipe")
-    rng = random.Random(SEED)
-    docs = list(documents(rng))
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer = Tokenizer(models.BPE(ignore_merges=flavour == "llama3"))
+    if flavour == "gpt2":
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False,
+                                                           use_regex=True)
+    else:
+        pattern = LLAMA3_PATTERN if flavour == "llama3" else QWEN2_PATTERN
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    if flavour == "qwen2":
+        tokenizer.normalizer = normalizers.NFC()
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=[END_OF_TEXT],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False)
     tokenizer.train_from_iterator(docs, trainer=trainer)
+    if flavour == "llama3":
+        tokenizer = with_unmergeable_pieces(tokenizer, docs)
+    return tokenizer
+
+
+def with_unmergeable_pieces(tokenizer, docs):
+    """The tokenizer with pieces of the text added to its vocabulary that no merge makes
+    (as Llama 3's vocabulary has), which only ignore_merges encodes whole."""
+    from tokenizers import Tokenizer
+
+    added = []
+    for doc in docs[:50]:
+        for piece, _ in tokenizer.pre_tokenizer.pre_tokenize_str(doc):
+            if len(tokenizer.model.tokenize(piece)) > 2 and piece not in added:
+                added.append(piece)
+    spec = json.loads(tokenizer.to_str())
+    vocab = spec["model"]["vocab"]
+    for piece in added[:UNMERGEABLE_PIECES]:
+        vocab[piece] = len(vocab) + len(spec["added_tokens"])
+    return Tokenizer.from_str(json.dumps(spec))
+
+
+def main():
+    return run_cases(check, ("gpt2", "llama3", "qwen2"))
+
+
+def check(hyperpipe, flavour, docs, corpus, directory):
+    """Encodes `corpus` with `flavour`'s files; the number of files whose ids differ."""
+    tokenizer = trained(flavour, docs)
     expected = [e.ids for e in tokenizer.encode_batch(docs)]
+    here = os.path.join(directory, flavour)
+    os.makedirs(here)
+    tokenizer.save(os.path.join(here, "tokenizer.json"))
+    files = ["tokenizer.json"]
+    if flavour == "gpt2":
+        tokenizer.model.save(here)  # vocab.json, merges.txt: GPT-2's pattern only
+        files.append("vocab.json")
     failures = 0
-    with tempfile.TemporaryDirectory() as directory:
-        tokenizer.model.save(directory)  # vocab.json, merges.txt
-        tokenizer.save(os.path.join(directory, "tokenizer.json"))
-        corpus = os.path.join(directory, "docs.jsonl")
-        with open(corpus, "w", encoding="utf-8") as f:
-            for text in docs:
-                f.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
-        for files in ("vocab.json", "tokenizer.json"):
-            prefix = os.path.join(directory, "out-" + files.split(".")[0])
-            result = subprocess.run([hyperpipe, "tokenize", "--input", corpus, "--tokenizer",
-                                     os.path.join(directory, files), "--output-prefix", prefix],
-                                    capture_output=True, text=True, check=False)
-            if result.returncode != 0:
-                print(f"{files}: hyperpipe tokenize failed: {result.stderr.strip()}")
-                failures += 1
-                continue
-            ours = read_indexed_dataset(prefix)
-            wrong = [i for i, (a, b) in enumerate(zip(ours, expected)) if a != b]
-            if len(ours) != len(expected):
-                print(f"{files}: {len(ours)} documents, expected {len(expected)}")
-                failures += 1
-            for i in wrong[:3]:
-                at = first_difference(ours[i], expected[i])
-                theirs = [tokenizer.id_to_token(t) for t in expected[i][max(0, at - 3):at + 3]]
-                mine = [tokenizer.id_to_token(t) for t in ours[i][max(0, at - 3):at + 3]]
-                print(f"{files}: document {i} differs at token {at}: ours {mine}, "
-                      f"tokenizers' {theirs}")
-            failures += bool(wrong)
-            tokens = sum(len(d) for d in expected)
-            print(f"{files}: {len(docs) - len(wrong)} of {len(docs)} documents "
-                  f"({sum(len(d.encode()) for d in docs)} bytes, {tokens} tokens) as tokenizers "
-                  f"encodes them")
-    return 1 if failures else 0
+    for name in files:
+        label = f"{flavour} {name}"
+        ours, error = tokenize(hyperpipe, corpus, os.path.join(here, name),
+                               os.path.join(here, "out-" + name.split(".")[0]))
+        if error:
+            print(f"{label}: hyperpipe tokenize failed: {error}")
+            failures += 1
+            continue
+        failures += compare(label, docs, ours, expected, tokenizer.id_to_token)
+    return failures
 
 
 if __name__ == "__main__":

@@ -141,6 +141,61 @@ TEST(ByteLevelBpe, RefusesAVocabularyMissingAByteOrAMergesResult) {
       std::string::npos);
 }
 
+// Llama 3's pattern cuts digits in threes, where GPT-2's keeps a run of them whole.
+constexpr char kLlama3Pattern[] =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|)"
+    R"(\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+TEST(ByteLevelBpe, SplitsByTheFilesOwnPattern) {
+  auto vocabulary = vocabulary_with({{"2", "0"}, {"20", "2"}, {"202", "4"}, {"'", "S"}});
+  const ByteLevelBpe gpt2(vocabulary, "gpt2");
+  EXPECT_EQ(gpt2.encode("2024"), std::vector<int64_t>{id_of(vocabulary, "2024")});
+  EXPECT_EQ(gpt2.encode("IT'S"), (std::vector<int64_t>{'I', 'T', '\'', 'S'}));
+  vocabulary.splitting.pattern = kLlama3Pattern;
+  const ByteLevelBpe llama3(vocabulary, "llama3");
+  EXPECT_EQ(llama3.encode("2024"), (std::vector<int64_t>{id_of(vocabulary, "202"), '4'}));
+  // Its contractions ignore case: "'S" is one piece, where GPT-2 cuts "'" from "S".
+  EXPECT_EQ(llama3.encode("IT'S"), (std::vector<int64_t>{'I', 'T', id_of(vocabulary, "'S")}));
+  EXPECT_NE(llama3.identity(), gpt2.identity());
+  vocabulary.splitting.pattern = "(unclosed";
+  EXPECT_NE(
+      error_message<InputError>([&] { ByteLevelBpe(vocabulary, "t.json"); }).find("pre_tokenizer"),
+      std::string::npos);
+}
+
+TEST(ByteLevelBpe, NormalizesToNfcWhereAsked) {
+  auto vocabulary = vocabulary_with({});
+  const std::string decomposed = "e\u0301";  // e + combining acute
+  const ByteLevelBpe plain(vocabulary, "plain");
+  EXPECT_EQ(plain.encode(decomposed), (std::vector<int64_t>{'e', 0xCC, 0x81}));
+  vocabulary.splitting.nfc = true;
+  const ByteLevelBpe nfc(vocabulary, "nfc");
+  EXPECT_EQ(nfc.encode(decomposed), (std::vector<int64_t>{0xC3, 0xA9}));  // é, U+00E9
+  EXPECT_EQ(nfc.decode(nfc.encode(decomposed)), "\u00e9");
+}
+
+TEST(ByteLevelBpe, IgnoreMergesTakesAWholePieceThatIsAToken) {
+  // "ab" + "c" is the only merge path to "abc"; without it, "abc" is still a token whole.
+  auto vocabulary = vocabulary_with({{"a", "b"}});
+  vocabulary.ids.emplace("abc", static_cast<int64_t>(vocabulary.ids.size()));
+  const ByteLevelBpe merging(vocabulary, "merging");
+  EXPECT_EQ(merging.encode("abc"), (std::vector<int64_t>{id_of(vocabulary, "ab"), 'c'}));
+  vocabulary.ignore_merges = true;
+  const ByteLevelBpe whole(vocabulary, "whole");
+  EXPECT_EQ(whole.encode("abc"), std::vector<int64_t>{id_of(vocabulary, "abc")});
+  EXPECT_EQ(whole.encode("abd"), (std::vector<int64_t>{id_of(vocabulary, "ab"), 'd'}));
+}
+
+TEST(ByteLevelBpe, KnowsLlama3sEndOfText) {
+  BpeVocabulary vocabulary = vocabulary_with({});
+  vocabulary.ids.erase(kGpt2EndOfText);
+  vocabulary.added_tokens = {{kLlama3EndOfText, 300}};
+  const ByteLevelBpe llama3(vocabulary, "llama3");
+  EXPECT_EQ(llama3.end_of_document(), std::optional<int64_t>(300));
+  vocabulary.added_tokens = {{"<|eot_id|>", 300}};
+  EXPECT_EQ(ByteLevelBpe(vocabulary, "chat").end_of_document(), std::nullopt);
+}
+
 // The same vocabulary written both ways Hugging Face ships it.
 class BpeFiles : public ::testing::Test {
  protected:
@@ -200,6 +255,29 @@ TEST_F(BpeFiles, VocabAndMergesAndTokenizerJsonEncodeAlike) {
     EXPECT_EQ(from_json->identity(), from_pair->identity());
     EXPECT_NE(from_json->describe().find("tokenizer.json"), std::string::npos);
   }
+}
+
+TEST_F(BpeFiles, ReadsASplitThenBytesPreTokenizer) {
+  const nlohmann::json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}};
+  const auto split = [](const char* behavior) {
+    return nlohmann::json{{"type", "Split"},
+                          {"pattern", {{"Regex", kLlama3Pattern}}},
+                          {"behavior", behavior},
+                          {"invert", false}};
+  };
+  write_tokenizer_json({{"type", "Sequence"}, {"pretokenizers", {split("Isolated"), byte_level}}},
+                       false);
+  const auto llama3 = open_tokenizer(dir_ + "/tokenizer.json");
+  EXPECT_EQ(llama3->encode("12345").size(), 5U);  // "123", "45": no merges of digits here
+  EXPECT_NE(llama3->identity(), open_tokenizer(dir_ + "/vocab.json")->identity());
+  // Other Split behaviours drop or join text: refused, naming the field.
+  write_tokenizer_json({{"type", "Sequence"}, {"pretokenizers", {split("Removed"), byte_level}}},
+                       false);
+  EXPECT_NE(error_message<InputError>([&] {
+              open_tokenizer(dir_ + "/tokenizer.json");
+            }).find("pre_tokenizer"),
+            std::string::npos);
 }
 
 TEST_F(BpeFiles, RefusesOtherPreTokenizersAndBrokenFiles) {

@@ -110,17 +110,17 @@ struct PatternDeleter {
   void operator()(void* code) const { pcre2_code_free(static_cast<pcre2_code*>(code)); }
 };
 
-std::shared_ptr<void> compile_pattern() {
+std::shared_ptr<void> compile_pattern(const std::string& pattern, const std::string& source) {
   int error = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* code =
-      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kGpt2Pattern), PCRE2_ZERO_TERMINATED,
-                    PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                   PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
   if (code == nullptr) {
     std::array<PCRE2_UCHAR, 256> message{};
     pcre2_get_error_message(error, message.data(), message.size());
-    throw std::logic_error(fmt::format("GPT-2's pattern does not compile at {}: {}", offset,
-                                       reinterpret_cast<const char*>(message.data())));
+    throw InputError(source, "pre_tokenizer",
+                     fmt::format("a pattern PCRE2 compiles; at {} of \"{}\": {}", offset, pattern,
+                                 reinterpret_cast<const char*>(message.data())));
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // falls back to the interpreter if it fails
   return {code, PatternDeleter{}};
@@ -157,18 +157,14 @@ std::unique_ptr<ByteLevelBpe> ByteLevelBpe::from_tokenizer_json(const std::strin
                      "\"BPE\" (byte-level BPE; a SentencePiece tokenizer is read from its "
                      "tokenizer.model)");
   }
-  // Only GPT-2's own pre-tokenizer is run; Llama 3's and Qwen2's patterns differ.
-  const auto& pre = json.contains("pre_tokenizer") ? json["pre_tokenizer"] : nlohmann::json();
-  if (!pre.is_object() || pre.value("type", "") != "ByteLevel" ||
-      pre.value("add_prefix_space", false) || !pre.value("use_regex", true)) {
-    throw InputError(path, "pre_tokenizer",
-                     "GPT-2's: {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
-                     "\"use_regex\": true} (other pre-tokenizers are not supported yet)");
-  }
-  if (json.contains("normalizer") && !json["normalizer"].is_null()) {
-    throw InputError(path, "normalizer", "null (normalizers are not supported)");
-  }
   BpeVocabulary vocabulary;
+  vocabulary.splitting = read_text_splitting(json, path);
+  if (model.contains("ignore_merges")) {
+    if (!model["ignore_merges"].is_boolean()) {
+      throw InputError(path, "model.ignore_merges", "true or false");
+    }
+    vocabulary.ignore_merges = model["ignore_merges"].get<bool>();
+  }
   vocabulary.ids = read_vocab_object(model.value("vocab", nlohmann::json()), path, "model.vocab");
   const auto& merges = model.contains("merges") ? model["merges"] : nlohmann::json();
   if (!merges.is_array()) throw InputError(path, "model.merges", "an array of merges");
@@ -205,7 +201,9 @@ ByteLevelBpe::ByteLevelBpe(BpeVocabulary vocabulary, std::string source)
     : source_(std::move(source)),
       ids_(std::move(vocabulary.ids)),
       added_tokens_(std::move(vocabulary.added_tokens)),
-      pattern_(compile_pattern()) {
+      nfc_(vocabulary.splitting.nfc),
+      ignore_merges_(vocabulary.ignore_merges),
+      pattern_(compile_pattern(vocabulary.splitting.pattern, source_)) {
   int64_t size = 0;
   for (const auto& [token, id] : ids_) size = std::max(size, id + 1);
   for (const auto& [content, id] : added_tokens_) size = std::max(size, id + 1);
@@ -215,7 +213,7 @@ ByteLevelBpe::ByteLevelBpe(BpeVocabulary vocabulary, std::string source)
   for (const auto& [content, id] : added_tokens_) {
     tokens_[static_cast<size_t>(id)] = content;
     is_added_[static_cast<size_t>(id)] = true;
-    if (content == kGpt2EndOfText) end_of_text_ = id;
+    if (content == kGpt2EndOfText || content == kLlama3EndOfText) end_of_text_ = id;
   }
   // Every byte must have a token, or some text could not be encoded.
   for (int b = 0; b < 256; ++b) {
@@ -243,6 +241,13 @@ ByteLevelBpe::ByteLevelBpe(BpeVocabulary vocabulary, std::string source)
   }
   for (const auto& [left, right] : vocabulary.merges) {
     const std::string entry = left + " " + right + "\n";
+    crc = crc32(entry.data(), entry.size(), crc);
+  }
+  // How text is cut counts too: the same vocabulary under another pattern gives other ids.
+  // GPT-2's own adds nothing, so its files keep the identity they always had.
+  if (vocabulary.splitting.pattern != kGpt2Pattern || nfc_ || ignore_merges_) {
+    const std::string entry = fmt::format("{}\n{}{}\n", vocabulary.splitting.pattern,
+                                          nfc_ ? "nfc " : "", ignore_merges_ ? "whole" : "");
     crc = crc32(entry.data(), entry.size(), crc);
   }
   identity_ = fmt::format("byte-level BPE, {} tokens, CRC-32 {:08x}", vocab_size(), crc);
@@ -275,7 +280,10 @@ std::vector<int64_t> ByteLevelBpe::encode(std::string_view text) const {
   return ids;
 }
 
-void ByteLevelBpe::encode_plain(std::string_view text, std::vector<int64_t>& ids) const {
+void ByteLevelBpe::encode_plain(std::string_view raw, std::vector<int64_t>& ids) const {
+  // Added tokens are matched in the text as given; the rest is normalized first.
+  const std::string normalized = nfc_ ? to_nfc(raw, source_) : std::string();
+  const std::string_view text = nfc_ ? std::string_view(normalized) : raw;
   auto* code = static_cast<pcre2_code*>(pattern_.get());
   std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> match(
       pcre2_match_data_create_from_pattern(code, nullptr), &pcre2_match_data_free);
@@ -316,7 +324,13 @@ void ByteLevelBpe::encode_piece(std::string_view piece, std::vector<int64_t>& id
       return;
     }
   }
-  auto merged = merge(piece);
+  std::vector<int64_t> merged;
+  if (ignore_merges_) {
+    std::string whole;
+    for (char c : piece) whole += byte_character(static_cast<unsigned char>(c));
+    if (const auto found = ids_.find(whole); found != ids_.end()) merged.push_back(found->second);
+  }
+  if (merged.empty()) merged = merge(piece);
   ids.insert(ids.end(), merged.begin(), merged.end());
   std::lock_guard lock(cache_mutex_);
   if (cache_.size() >= kPieceCacheEntries) cache_.clear();

@@ -1,6 +1,7 @@
 // GPT-2's byte-level BPE, as Hugging Face ships it: vocab.json + merges.txt, or one
-// tokenizer.json. Text is cut into pieces by GPT-2's pre-tokenizer pattern (letters,
-// numbers, other symbols, each with the space before them; whitespace runs), each piece's
+// tokenizer.json (GPT-2's, Llama 3's or Qwen2's: text_splitting.h). Text is cut into pieces
+// by GPT-2's pre-tokenizer pattern (letters, numbers, other symbols, each with the space
+// before them; whitespace runs) or the file's own, each piece's
 // bytes are written as the printable characters GPT-2 maps them to, and pairs of symbols are
 // merged lowest rank first until no listed pair is left. Decoding maps the characters back
 // to bytes, so any UTF-8 text round-trips. The pattern runs in PCRE2 with Unicode classes
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "hyperpipe/tokenizers/text_splitting.h"
 #include "hyperpipe/tokenizers/tokenizer.h"
 
 namespace hyperpipe::tokenizers {
@@ -23,13 +25,18 @@ namespace hyperpipe::tokenizers {
 inline constexpr char kGpt2Pattern[] =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-// The text GPT-2 uses as its end of document.
+// The text GPT-2 (and Qwen2) uses as its end of document.
 inline constexpr char kGpt2EndOfText[] = "<|endoftext|>";
+// Llama 3's end of document (its tokenizer.json's added token 128001).
+inline constexpr char kLlama3EndOfText[] = "<|end_of_text|>";
 
 struct BpeVocabulary {
   std::unordered_map<std::string, int64_t> ids;               // token (mapped bytes) → id
   std::vector<std::pair<std::string, std::string>> merges;    // by rank, first merged first
   std::vector<std::pair<std::string, int64_t>> added_tokens;  // matched whole in the text
+  TextSplitting splitting{kGpt2Pattern, false};
+  // A piece that is a token whole is that token, merges or not (Llama 3's ignore_merges).
+  bool ignore_merges = false;
 };
 
 class ByteLevelBpe final : public Tokenizer {
@@ -62,6 +69,8 @@ class ByteLevelBpe final : public Tokenizer {
   std::vector<std::string> tokens_;  // by id; "" where no token has the id
   std::vector<bool> is_added_;       // by id
   std::optional<int64_t> end_of_text_;
+  bool nfc_ = false;
+  bool ignore_merges_ = false;
   std::string identity_;
   std::shared_ptr<void> pattern_;  // the compiled pre-tokenizer (pcre2_code)
 
