@@ -301,7 +301,7 @@ def main():
     if options.hyperpipe:
         terms = torchtitan_step.hyperpipe_terms(options.hyperpipe, shape)
         reserved = sum(b for name, b in terms.items()
-                       if name not in {"communicators", "context", "reserved", "workspaces"})
+                       if name not in torchtitan_step.NOT_MADE_ON_A_CPU)
         print(f"HyperPipe predicts reserved {reserved / GIB:.2f} GiB "
               f"({100 * (reserved / result['reserved'] - 1):+.1f}% against the replay)")
     print(describe(shape, result))

@@ -23,10 +23,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torchtitan_step  # noqa: E402
 
 GIB = 2 ** 30
-# What the allocator hands out: every term but its reserve, what lies outside it, and
-# cuBLAS's workspace (a CUDA library's, which fake tensors on a CPU never make).
-NOT_ALLOCATED_HERE = {"allocator", "stream_pools", "communicators", "context", "reserved",
-                      "workspaces"}
+# What the allocator hands out: every term but its reserve and what fake tensors never make.
+NOT_ALLOCATED_HERE = torchtitan_step.NOT_MADE_ON_A_CPU | torchtitan_step.RESERVE_TERMS
 
 
 def pytorch_peak(shape):

@@ -22,6 +22,14 @@ from functools import partial
 from types import SimpleNamespace
 
 
+# Memory terms of `hyperpipe simulate` that fake tensors on a CPU never make: what lies
+# outside the caching allocator, and cuBLAS's workspace (a CUDA library's). The
+# allocator's own reserve (`allocator`, `stream_pools`) is what allocator_replay.py
+# reproduces; fsdp_oracle.py leaves it out too.
+NOT_MADE_ON_A_CPU = {"communicators", "context", "reserved", "workspaces"}
+RESERVE_TERMS = {"allocator", "stream_pools"}
+
+
 @dataclass
 class Shape:
     hidden: int = 1024
