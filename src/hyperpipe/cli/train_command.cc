@@ -116,6 +116,11 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                       "Start from a Hugging Face checkpoint's weights: its directory (config.json "
                       "and model.safetensors, or shards with their index); each process reads "
                       "only its own layers' tensors. A checkpoint --resume finds wins over it");
+  command->add_option("--logits", options->logits_dir,
+                      "Write the last stage's logits of the run's first step (whole vocabulary, "
+                      "fp32) with the token ids they came from, one safetensors file per "
+                      "data-parallel rank, into this folder: to hold the model against a "
+                      "reference implementation on the same tokens");
   command->add_flag("--resume", options->resume,
                     "Continue from the last complete checkpoint in --checkpoint-dir (of the "
                     "same model, seed and data)");

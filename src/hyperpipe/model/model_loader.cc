@@ -134,6 +134,10 @@ TransformerConfig read_hf_llama(const YamlField& root) {
   c.norm_eps = kHfRmsNormEps;
   read_number_if_present(root, "rms_norm_eps", c.norm_eps);
   read_number_if_present(root, "rope_theta", c.rope_theta);
+  // transformers 5 writes the rotary base into rope_parameters (4.x: rope_theta).
+  if (auto rope = root.optional("rope_parameters"); rope && rope->is_map()) {
+    read_number_if_present(*rope, "rope_theta", c.rope_theta);
+  }
   // Qwen2's attention always has query, key and value biases.
   c.qkv_bias = root.required("model_type").as_string() == "qwen2";
   c.hidden = root.required("hidden_size").as_positive_int();
@@ -156,7 +160,10 @@ TransformerConfig read_hf_config(const YamlField& root) {
   TransformerConfig c = kind == 0   ? read_hf_gpt2(root)
                         : kind == 1 ? read_hf_opt(root)
                                     : read_hf_llama(root);
-  if (auto dtype = root.optional("torch_dtype")) c.dtype = read_dtype(*dtype);
+  // transformers 4.x names the weights' type torch_dtype, 5 names it dtype.
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (auto dtype = root.optional(key)) c.dtype = read_dtype(*dtype);
+  }
   // Named after the model, never after its folder (the Hugging Face hub's cache keeps a
   // config.json in a folder named by a commit hash): its hub name where the file has it,
   // else its architecture and shape ("llama-32x4096": blocks × hidden).

@@ -178,6 +178,17 @@ torch::Tensor Executor::batch_tokens(int64_t step, int micro_batch, bool targets
   return torch::tensor(tokens, torch::kLong).view({mine_.size(), seq}).to(options_.device);
 }
 
+void Executor::observe_logits(const StageModule& module, const torch::Tensor& logits, int64_t step,
+                              int micro_batch) {
+  const torch::NoGradGuard no_grad;
+  const auto whole = module.whole_logits(logits);
+  if (role_.tp_index != 0) return;
+  logits_observer_(LogitRows{first_sample_ + micro_batch * pipeline_.micro_batch_size + mine_.begin,
+                             batch_tokens(step, micro_batch, false).cpu(),
+                             batch_tokens(step, micro_batch, true).cpu(),
+                             whole.to(torch::kFloat).cpu()});
+}
+
 void Executor::post_receive(const Op& op) {
   Slot& s = slot(op.chunk, op.micro_batch);
   const int stage = stage_of(op.chunk);
@@ -365,14 +376,17 @@ void Executor::compute(const Op& op) {
       const DropoutPlace place{
           options_.seed, step,
           first_sample_ + op.micro_batch * pipeline_.micro_batch_size + mine_.begin};
+      torch::Tensor observed;  // the logits, where an observer wants them
       timed(interval, [&] {
         const DeferWeightGradients defer(s.weight_grads);
         const DropoutScope dropout_scope(place);
         s.output = module.forward(s.input);
         if (last) {
+          if (logits_observer_) observed = s.output.detach();
           s.output = module.loss_sum(s.output, targets) / static_cast<double>(tokens_per_step_);
         }
       });
+      if (observed.defined()) observe_logits(module, observed, step, op.micro_batch);
       if (last) {
         loss_sum_ += s.output.item<double>();
         // The backward starts from the scaled loss, so small gradients stay above fp16's

@@ -52,6 +52,16 @@ struct ExecutorOptions {
   std::function<void(int built, int total)> layer_built;
 };
 
+// One micro-batch's logits from the last stage, whole over the vocabulary, on the CPU in
+// fp32, with the token ids its rows were computed from and their targets.
+struct LogitRows {
+  int64_t first_sample = 0;  // the first row's place in the global batch
+  torch::Tensor input_ids;   // [rows, seq]
+  torch::Tensor targets;     // [rows, seq]: the next token of each input's
+  torch::Tensor logits;      // [rows, seq, vocab]
+};
+using LogitsObserver = std::function<void(LogitRows)>;
+
 struct StepResult {
   double loss = 0;        // mean cross-entropy over the global batch (every rank)
   double grad_norm = 0;   // before clipping (every rank)
@@ -90,6 +100,10 @@ class Executor {
   // A stand-in's speed from the next op on (emulated throttling: train --stand-in-speeds).
   void set_speed(double speed) { options_.speed = speed; }
   double speed() const { return options_.speed; }
+  // From the next step until it is cleared (an empty observer), each of the last stage's
+  // forward ops hands its logits to `observer`: on tensor-parallel shard 0, after the
+  // shards gather the vocabulary together (so every shard of the last stage must set one).
+  void set_logits_observer(LogitsObserver observer) { logits_observer_ = std::move(observer); }
 
  private:
   struct Slot;
@@ -145,6 +159,9 @@ class Executor {
   template <typename Work>
   void collective(const schedule::Op& op, const Work& work);
   torch::Tensor batch_tokens(int64_t step, int micro_batch, bool targets) const;
+  // Hands a forward's logits to logits_observer_ (a collective over the stage's shards).
+  void observe_logits(const StageModule& module, const torch::Tensor& logits, int64_t step,
+                      int micro_batch);
   // Then, for scattered receives, gathers the other shards' parts of `gathers`.
   void wait_all(std::vector<std::unique_ptr<Pending>>& pending, const char* what, int micro_batch,
                 std::vector<torch::Tensor>* gathers = nullptr);
@@ -188,6 +205,7 @@ class Executor {
   std::vector<torch::Tensor> stepped_;      // what AdamW steps
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::optional<DynamicLossScaler> scaler_;
+  LogitsObserver logits_observer_;
   torch::ScalarType activation_type_ = torch::kFloat;
   torch::ScalarType reduce_type_ = torch::kFloat;  // of the gradients' all-reduce
   std::vector<Slot> slots_;

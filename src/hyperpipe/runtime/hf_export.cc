@@ -177,9 +177,11 @@ HfExportSummary export_hf_checkpoint(const CheckpointInfo& checkpoint,
   clear_earlier_export(dir, options.overwrite);
 
   HfExportSummary summary;
-  summary.model_type = *architecture == weights::HfArchitecture::kGpt2 ? "gpt2"
-                       : model.qkv_bias                                ? "qwen2"
-                                                                       : "llama";
+  summary.model_type = options.source_config
+                           ? options.source_config->value("model_type", std::string())
+                       : *architecture == weights::HfArchitecture::kGpt2 ? "gpt2"
+                       : model.qkv_bias                                  ? "qwen2"
+                                                                         : "llama";
   summary.steps_done = checkpoint.steps_done;
   summary.bytes = total;
   // The tensors of the shard being filled; written when its last arrives.
@@ -248,7 +250,9 @@ HfExportSummary export_hf_checkpoint(const CheckpointInfo& checkpoint,
     summary.files.push_back(path);
   }
   const auto config =
-      weights::hf_config_json(model, *architecture, runtime_computation(), type.torch_dtype);
+      options.source_config
+          ? weights::hf_config_kept(*options.source_config, type.torch_dtype)
+          : weights::hf_config_json(model, *architecture, runtime_computation(), type.torch_dtype);
   const auto config_path = (dir / model::kHfConfigFile).string();
   write_file_atomically(config_path, config.dump(2) + "\n");
   summary.files.push_back(config_path);

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,9 @@ struct HfExportOptions {
   uint64_t max_shard_bytes = kHfDefaultMaxShardBytes;
   // Replace an earlier export in the folder (its config.json, weights and index).
   bool overwrite = false;
+  // The config.json of the Hugging Face checkpoint the model was read from, where it was:
+  // the export keeps it (weights::hf_config_kept) rather than writing HyperPipe's own.
+  std::optional<nlohmann::ordered_json> source_config;
 };
 
 struct HfExportSummary {

@@ -52,6 +52,11 @@ torch::Tensor StageModule::loss_sum(const torch::Tensor& logits_as_run,
                                           shard_.rank, shard_.all_reduce);
 }
 
+torch::Tensor StageModule::whole_logits(const torch::Tensor& logits) const {
+  constexpr int64_t kVocabDim = 2;  // [b, s, vocab]
+  return whole_of(logits, ShardSplit{kVocabDim, {vocab_}}, shard_);
+}
+
 std::optional<ShardSplit> StageModule::split(const std::string& name) const {
   if (shard_.size == 1) return std::nullopt;
   const int layer = parameter_layer(name);

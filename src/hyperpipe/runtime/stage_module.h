@@ -41,6 +41,9 @@ class StageModule : public torch::nn::Module {
   // Σ of the cross-entropy over every token of the head's output and the targets [b, s]:
   // over the whole vocabulary also when the shards hold slices of it.
   torch::Tensor loss_sum(const torch::Tensor& logits, const torch::Tensor& targets) const;
+  // The head's output over the whole vocabulary: collective over the tensor-parallel
+  // shards, each with its slice (one shard: `logits` itself).
+  torch::Tensor whole_logits(const torch::Tensor& logits) const;
   // How parameter `name` ("layer7.qkv") is this shard's slice of the layer's; nullopt for
   // one every shard holds whole, and for every parameter when unsharded.
   std::optional<ShardSplit> split(const std::string& name) const;

@@ -22,6 +22,7 @@
 #include "hyperpipe/runtime/executor.h"
 #include "hyperpipe/runtime/hf_weights.h"
 #include "hyperpipe/runtime/host_memory.h"
+#include "hyperpipe/runtime/logits_file.h"
 #include "hyperpipe/runtime/mixed_precision.h"
 #include "hyperpipe/runtime/rendezvous.h"
 #include "hyperpipe/runtime/timing.h"
@@ -260,6 +261,11 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
   };
   bool switch_asked = false;  // rank 0's observer wants another plan
   std::filesystem::file_time_type speeds_seen{};
+  std::vector<LogitRows> first_logits;  // --logits: the first step's, this process's rows
+  if (options.logits_dir) {
+    executor.set_logits_observer(
+        [&first_logits](LogitRows rows) { first_logits.push_back(std::move(rows)); });
+  }
   for (int64_t step = record.first_step; step < options.steps; ++step) {
     if (options.stand_in_speeds) {
       if (const auto speed =
@@ -272,6 +278,13 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
     const double began =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - run_began).count();
     const StepResult result = executor.step(step);
+    if (options.logits_dir && step == record.first_step) {
+      executor.set_logits_observer({});
+      if (!first_logits.empty()) {
+        write_logits_file(*options.logits_dir, rendezvous.rank, step, first_logits);
+        first_logits.clear();
+      }
+    }
     if (window.holds(step)) window_tracks.emplace_back(result.track, began);
     const StepRecord step_record{step,           result.loss,       result.grad_norm,
                                  result.seconds, result.loss_scale, result.skipped};
@@ -386,6 +399,7 @@ struct CheckedInputs {
     const auto& config = checked.model.config();
     // Checked before any process meets the others: config.json and the weights' headers.
     if (options.init_from) open_hf_checkpoint(*options.init_from, config);
+    if (options.logits_dir) require_no_earlier_logits(*options.logits_dir);
     if (options.loss_scale && !(*options.loss_scale > 0)) {
       throw InputError("--loss-scale", fmt::format("{}", *options.loss_scale),
                        "a positive initial loss scale");

@@ -56,6 +56,9 @@ struct TrainOptions {
   // A Hugging Face checkpoint's directory whose weights the run starts from (hf_weights.h);
   // a checkpoint resumed from wins over it.
   std::optional<std::string> init_from;
+  // Where the last stage writes the logits of the run's first step, with their token ids
+  // (logits_file.h): to hold the model against a reference implementation.
+  std::optional<std::string> logits_dir;
   // Replace the checkpoints of an earlier run in checkpoint_dir (else a new run refuses it).
   bool overwrite = false;
   // Refuse to start where a process is not where the plan put it (device_check.h).

@@ -62,11 +62,36 @@ void check_computation(const json& config, HfArchitecture architecture, int64_t 
         refuse(key, fmt::format("0 or {}", computation.dropout_rate));
       }
     }
+    // GPT2Attention divides the scores by √head_dim unless told not to, and by the layer's
+    // number as well if told to.
+    const auto flag = [&](const char* key, bool fallback) {
+      const auto found = config.find(key);
+      return found != config.end() && found->is_boolean() ? found->get<bool>() : fallback;
+    };
+    if (!flag("scale_attn_weights", true)) refuse("scale_attn_weights", "true (scores ÷ √d)");
+    if (flag("scale_attn_by_inverse_layer_idx", false)) {
+      refuse("scale_attn_by_inverse_layer_idx", "false (no ÷ layer number)");
+    }
     return;
   }
   if (text("hidden_act", "silu") != "silu") refuse("hidden_act", "silu");
   if (config.contains("rope_scaling") && !config["rope_scaling"].is_null()) {
     refuse("rope_scaling", "null (no scaled rotary positions)");
+  }
+  // transformers 5 folds rope_scaling into rope_parameters: plain rotary is "default".
+  if (const auto rope = config.find("rope_parameters"); rope != config.end() && !rope->is_null()) {
+    const auto type = rope->is_object() ? rope->find("rope_type") : rope->end();
+    if (!rope->is_object() || (type != rope->end() && *type != "default")) {
+      refuse("rope_parameters", "{\"rope_type\": \"default\", …} (no scaled rotary positions)");
+    }
+  }
+  // A head width set apart from hidden ÷ heads (Mistral NeMo's, Qwen3's).
+  if (const auto head_dim = config.find("head_dim");
+      head_dim != config.end() && !head_dim->is_null() &&
+      !(head_dim->is_number_integer() &&
+        config.value("hidden_size", 0) ==
+            head_dim->get<int64_t>() * config.value("num_attention_heads", 0))) {
+    refuse("head_dim", "null or hidden_size ÷ num_attention_heads");
   }
   for (const char* bias : {"attention_bias", "mlp_bias"}) {
     if (config.contains(bias) && config[bias].is_boolean() && config[bias].get<bool>()) {

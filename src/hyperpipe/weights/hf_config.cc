@@ -67,4 +67,17 @@ nlohmann::ordered_json hf_config_json(const model::TransformerConfig& config,
   return json;
 }
 
+nlohmann::ordered_json hf_config_kept(nlohmann::ordered_json source,
+                                      const std::string& torch_dtype) {
+  bool named = false;
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (source.contains(key)) {
+      source[key] = torch_dtype;
+      named = true;
+    }
+  }
+  if (!named) source["torch_dtype"] = torch_dtype;
+  return source;
+}
+
 }  // namespace hyperpipe::weights

@@ -26,4 +26,11 @@ nlohmann::ordered_json hf_config_json(const model::TransformerConfig& config,
                                       HfArchitecture architecture, const HfComputation& computation,
                                       const std::string& torch_dtype);
 
+// The config.json of the Hugging Face checkpoint a model was read from, kept for its
+// export: its architecture (a Mistral stays a Mistral) and every field HyperPipe does not
+// read (token ids, a window the run never reaches) as they were; only the weights' type is
+// `torch_dtype`, under the key the file used (transformers 4's torch_dtype, 5's dtype).
+nlohmann::ordered_json hf_config_kept(nlohmann::ordered_json source,
+                                      const std::string& torch_dtype);
+
 }  // namespace hyperpipe::weights
