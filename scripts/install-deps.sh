@@ -129,7 +129,9 @@ then
 else
   log=$(mktemp /tmp/hyperpipe-oracles-XXXXXX.log)
   echo "install-deps: installing the oracles' packages ($oracles; log: $log)"
-  if ! "$HYPERPIPE_VENV/bin/pip" install --disable-pip-version-check -r "$oracles" >"$log" 2>&1; then
+  # Without build isolation: DeepSpeed's source package imports the installed torch.
+  if ! DS_BUILD_OPS=0 "$HYPERPIPE_VENV/bin/pip" install --disable-pip-version-check \
+    --no-build-isolation -r "$oracles" >"$log" 2>&1; then
     tail -30 "$log" >&2
     echo "install-deps: installing the oracles' packages failed; the whole log is $log" >&2
     exit 1

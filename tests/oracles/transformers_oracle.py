@@ -23,6 +23,8 @@ import torch
 import transformers
 from safetensors.torch import load_file
 
+from verdict import Verdict
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "..", "..", "examples", "data", "corpus.txt")
 VOCAB = 256  # the text data's bytes
@@ -164,14 +166,6 @@ def launch(hyperpipe, plan, init_from, logits, extra=()):
                 "--logits", logits, *(["--init-from", init_from] if init_from else []),
                 *extra], f"launch {plan}")
 
-
-class Verdict:
-    def __init__(self):
-        self.failures = 0
-
-    def check(self, label, ok, detail):
-        print(f"{'ok  ' if ok else 'FAIL'} {label}: {detail}")
-        self.failures += 0 if ok else 1
 
 
 def compare_logits(verdict, label, ours, reference_model):

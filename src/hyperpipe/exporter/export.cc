@@ -181,14 +181,17 @@ ExportedFile torchtitan(const plan::Plan& plan, const model::Model& model) {
     chunks.push_back(fmt::format("[{}]", fmt::join(names, ", ")));
   }
   const char* modes[] = {"none", "selective", "full"};
+  // Sequences per micro-batch on each data-parallel rank: torchtitan cuts its local batch
+  // into micro-batches of this size (their count is local_batch_size ÷ it).
+  const int64_t micro_batch = per_rank_micro_batch(plan, plan::Framework::torchtitan);
   std::string text = header(plan, plan::Framework::torchtitan, "#");
   text += fmt::format(
       "# Module names of torchtitan's Llama (tok_embeddings, layers.N, norm, output).\n"
       "[parallelism]\n"
       "pipeline_parallel_degree = {}\n"
       "pipeline_parallel_schedule = \"{}\"\n"
-      "pipeline_parallel_module_fqns_per_model_part = [{}]\n"
-      "num_pp_microbatches = {}\n"
+      "module_fqns_per_model_part = [{}]\n"
+      "pipeline_parallel_microbatch_size = {}\n"
       "tensor_parallel_degree = {}\n"
       "data_parallel_shard_degree = {}\n"
       "data_parallel_replicate_degree = {}\n\n"
@@ -198,10 +201,10 @@ ExportedFile torchtitan(const plan::Plan& plan, const model::Model& model) {
       "[activation_checkpoint]\n"
       "mode = \"{}\"\n"
       "{}",
-      plan.ranks(), torchtitan_schedule(plan.schedule), fmt::join(chunks, ", "), plan.micro_batches,
+      plan.ranks(), torchtitan_schedule(plan.schedule), fmt::join(chunks, ", "), micro_batch,
       first.tp, plan.shard_optimizer ? first.dp : 1, plan.shard_optimizer ? 1 : first.dp,
-      per_rank_micro_batch(plan, plan::Framework::torchtitan) * plan.micro_batches,
-      sequence_length(plan, model), modes[static_cast<int>(first.recompute)],
+      micro_batch * plan.micro_batches, sequence_length(plan, model),
+      modes[static_cast<int>(first.recompute)],
       // The per-op policy HyperPipe's memory count assumes for `selective` (its default in
       // torchtitan's 2024 configs was "2", every second block in full).
       first.recompute == model::Recompute::selective ? "selective_ac_option = \"op\"\n" : "");

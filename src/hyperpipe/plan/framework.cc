@@ -68,7 +68,7 @@ const std::array<FrameworkTraits, 4>& all_traits() {
     t[2].selective_recompute = false;
     t[2].replicas = false;
     t[2].shards_optimizer = true;
-    // torchtitan (2025, on torch.distributed.pipelining of PyTorch 2.7): schedules GPipe,
+    // torchtitan (0.2.2, on torch.distributed.pipelining): schedules GPipe,
     // 1F1B, Interleaved1F1B and others of its own (ZBVZeroBubble is not ZB-H1's order);
     // sends posted with batch_isend_irecv beside compute; FSDP reduce-scatters gradients
     // during the backward. One mesh of pp × dp × tp (torchtitan/distributed/
@@ -77,7 +77,9 @@ const std::array<FrameworkTraits, 4>& all_traits() {
     // is costed so far); data_parallel_replicate_degree alone does not.
     t[3].framework = Framework::torchtitan;
     t[3].display_name = "torchtitan";
-    t[3].version = "main of 2025, PyTorch 2.7";
+    // The last release read from a TOML file (--job.config_file); 0.3 builds its settings
+    // in Python (config_registry) and takes the same fields as command-line overrides.
+    t[3].version = "0.2.2";
     t[3].schedules = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved};
     t[3].any_warmup = false;
     t[3].uniform_shape = true;
