@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/weights/safetensors.h"
@@ -29,8 +28,13 @@ std::string logits_file_path(const std::string& dir, int rank) {
 }
 
 void require_no_earlier_logits(const std::string& dir) {
+  // Made now, so a folder that cannot be is refused before the run rather than after its
+  // first step.
   std::error_code error;
-  if (!fs::is_directory(dir, error)) return;
+  fs::create_directories(dir, error);
+  if (error || !fs::is_directory(dir)) {
+    throw InputError("--logits", dir, "a folder that can be made and written");
+  }
   for (const auto& entry : fs::directory_iterator(dir, error)) {
     if (entry.path().filename().string().rfind(kFilePrefix, 0) == 0) {
       throw InputError("--logits", dir,
@@ -60,7 +64,6 @@ void write_logits_file(const std::string& dir, int rank, int64_t step,
   const auto input_ids = torch::cat(ids).contiguous();
   const auto all_targets = torch::cat(targets).contiguous();
   const auto all_logits = torch::cat(logits).contiguous();
-  fs::create_directories(dir);
   weights::write_safetensors(
       logits_file_path(dir, rank),
       {{"sample", weights::TensorDtype::kI64, sample.sizes().vec(), bytes_of<int64_t>(sample)},

@@ -19,8 +19,9 @@ inline constexpr const char* kLogitsFormat = "hyperpipe.logits/1";
 // DIR/logits-rank<rank>.safetensors.
 std::string logits_file_path(const std::string& dir, int rank);
 
-// Refuses (InputError naming --logits) a folder that already holds an earlier run's logits
-// files: with them the files of this run could not be told from theirs.
+// Makes the folder, and refuses (InputError naming --logits) one that cannot be made or
+// already holds an earlier run's logits files: with them the files of this run could not
+// be told from theirs.
 void require_no_earlier_logits(const std::string& dir);
 
 // Writes `rows` (a process's micro-batches, any order) as its file, whole or not at all:
