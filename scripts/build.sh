@@ -6,11 +6,18 @@ cd "$(dirname "$0")/.."
 
 generator=()
 if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
-# CI (CI=true) builds with warnings as errors.
+# CI (CI=true) builds with warnings as errors, and as a unity build: eight sources per
+# compiler run parse the shared headers once, about half the time of a cold build, while
+# an edit then recompiles its whole batch (HYPERPIPE_UNITY=ON or OFF chooses either way).
 werror=OFF
-if [ -n "${CI:-}" ]; then werror=ON; fi
+unity=${HYPERPIPE_UNITY:-OFF}
+if [ -n "${CI:-}" ]; then
+  werror=ON
+  unity=${HYPERPIPE_UNITY:-ON}
+fi
 if [ ! -f build/CMakeCache.txt ]; then
-  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYPERPIPE_WERROR=$werror
+  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYPERPIPE_WERROR=$werror \
+    -DCMAKE_UNITY_BUILD=$unity
 fi
 targets=()
 if [ $# -gt 0 ]; then targets=(--target "$@"); fi

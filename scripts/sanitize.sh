@@ -3,7 +3,9 @@
 # (warnings as errors) into build-asan/, runs their tests there, then every fuzz harness for
 # a bounded time (scripts/fuzz.sh). libtorch is left out: PyTorch's libtorch is not built
 # with ASan, and its own allocations and static initialisers report through it (README,
-# "Reliability"). Line tables (-g1) are all a sanitizer's report needs. Called by
+# "Reliability"). Line tables (-g1) are all a sanitizer's report needs; a unity build
+# (eight sources per compiler run) parses the shared headers once per batch, half the
+# build's time cold. Called by
 # scripts/test.sh, so by CI, which times each part (`time:` lines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +18,8 @@ if [ ! -f build-asan/CMakeCache.txt ]; then
   CC=clang CXX=clang++ cmake -S . -B build-asan "${generator[@]}" \
     -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
     -DHYPERPIPE_SANITIZE=ON -DHYPERPIPE_FUZZ=ON -DHYPERPIPE_WERROR=ON \
-    -DHYPERPIPE_BUILD_BENCH=OFF -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON >/dev/null
+    -DHYPERPIPE_BUILD_BENCH=OFF -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON \
+    -DCMAKE_UNITY_BUILD=ON >/dev/null
 fi
 timed sanitizer-build cmake --build build-asan --parallel "$(nproc)"
 

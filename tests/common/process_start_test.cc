@@ -28,11 +28,11 @@ TEST(ProcessStart, AChildStartsBetweenTheForkAndItsFirstLook) {
     const auto started = process_start_time();
     const double looked = now();
     const double both[2] = {started.value_or(-1), looked};
-    const ssize_t written = write(pipe_ends[1], both, sizeof both);
+    const ssize_t written = ::write(pipe_ends[1], both, sizeof both);
     _exit(written == sizeof both ? 0 : 1);
   }
   double both[2] = {};
-  ASSERT_EQ(read(pipe_ends[0], both, sizeof both), static_cast<ssize_t>(sizeof both));
+  ASSERT_EQ(::read(pipe_ends[0], both, sizeof both), static_cast<ssize_t>(sizeof both));
   int status = 0;
   waitpid(child, &status, 0);
   close(pipe_ends[0]);

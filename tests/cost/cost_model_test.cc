@@ -4,18 +4,16 @@
 
 #include <cmath>
 
+#include "catalogue_models.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/yaml_reader.h"
-#include "hyperpipe/model/catalogue.h"
 
 namespace hyperpipe::cost {
 namespace {
 
 using model::Recompute;
 
-model::Model catalogue_model(const char* name) {
-  return model::Model(*model::find_catalogue_model(name));
-}
+using testing::catalogue_model;
 
 // A cluster of one made-up GPU type with round figures, so closed forms are easy.
 cluster::Cluster round_cluster(double flops_scale = 1.0) {

@@ -5,12 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include "catalogue_models.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/cost/cost_model.h"
-#include "hyperpipe/model/catalogue.h"
 #include "test_files.h"
 
 namespace hyperpipe::cost {
@@ -18,9 +18,7 @@ namespace {
 
 using model::Recompute;
 
-model::Model catalogue_model(const char* name) {
-  return model::Model(*model::find_catalogue_model(name));
-}
+using testing::catalogue_model;
 
 cluster::Cluster two_nodes() {
   return cluster::read_cluster_yaml(YamlField::load_string(R"(

@@ -2,16 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include "hyperpipe/common/yaml_reader.h"
-#include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/runtime/stage_module.h"
+#include "small_models.h"
 
 namespace hyperpipe::runtime {
 namespace {
 
-model::Model small_model(const std::string& yaml) {
-  return model::Model(model::read_model_yaml(YamlField::load_string(yaml, "small")));
-}
+using testing::small_model;
 
 // Both flavours: GPT's linear layers have biases, LLaMA's do not.
 const char* kModels[] = {

@@ -18,6 +18,7 @@
 #include "hyperpipe/cli/elastic_hosts.h"
 #include "hyperpipe/cli/elastic_launch.h"
 #include "hyperpipe/cli/worker.h"
+#include "hyperpipe/common/epoch_time.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/launch/process_launcher.h"
@@ -192,10 +193,7 @@ class Agent {
     report.codes = result.codes;
     report.failed_rank = result.failed_rank;
     report.exit_code = result.exit_code;
-    report.failure_seen =
-        result.failed_rank >= 0
-            ? std::chrono::duration<double>(result.failure_seen.time_since_epoch()).count()
-            : 0;
+    report.failure_seen = result.failed_rank >= 0 ? epoch_seconds(result.failure_seen) : 0;
     write_round_report(elastic_dir_, round.run, report);
     log(fmt::format("round {}: rank(s) ended with code(s) {}{}", round.number,
                     fmt::join(result.codes, ", "),

@@ -17,6 +17,7 @@
 #include "hyperpipe/cli/plan_adapter.h"
 #include "hyperpipe/cli/worker.h"
 #include "hyperpipe/cli/worker_arguments.h"
+#include "hyperpipe/common/epoch_time.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/quantity.h"
@@ -30,14 +31,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using Clock = std::chrono::system_clock;
+using WallClock = std::chrono::system_clock;
 
 // How often a leader looks for agents while it waits for the plan's devices.
 constexpr auto kHostPoll = std::chrono::milliseconds(100);
-
-double epoch_seconds(Clock::time_point time) {
-  return std::chrono::duration<double>(time.time_since_epoch()).count();
-}
 
 // The model as the run computes it: in --dtype where given (fp64 costed as fp32).
 model::Model model_as_run(const model::Model& model, const std::vector<std::string>& extras) {
@@ -206,7 +203,7 @@ class ElasticRun {
       spec.handover_exit_code = kExitPlanSwitch;
       spec.local_ranks.clear();
       for (int device : devices) spec.local_ranks.push_back(local_rank_of_.at(device));
-      if (recovery_) recovery_->record["times"]["relaunched"] = epoch_seconds(Clock::now());
+      if (recovery_) recovery_->record["times"]["relaunched"] = epoch_seconds(WallClock::now());
       // Each recovery is reported as soon as the new run's first step is done; devices
       // offered meanwhile (hyperpipe join) are answered as they come.
       clear_handover(elastic_dir_);
@@ -333,7 +330,7 @@ class ElasticRun {
         {"times",
          {{"failure_seen", epoch_seconds(result.failure_seen)},
           {"others_stopped", epoch_seconds(result.all_exited)},
-          {"replanned", epoch_seconds(Clock::now())}}}};
+          {"replanned", epoch_seconds(WallClock::now())}}}};
     begin_recovery(std::move(recovery));
   }
 
@@ -486,7 +483,7 @@ class ElasticRun {
     }
     if (hostless.empty()) return false;
     launch::LaunchResult result;
-    result.failure_seen = result.all_exited = Clock::now();
+    result.failure_seen = result.all_exited = WallClock::now();
     lose(hostless, {{"host", ""}, {"devices", hostless}},
          fmt::format("device(s) {}", plan::format_devices(hostless)),
          "their host went before the next round started", result, restart);
@@ -519,7 +516,7 @@ class ElasticRun {
                        {"times",
                         {{"failure_seen", epoch_seconds(result.all_exited)},
                          {"others_stopped", epoch_seconds(result.all_exited)},
-                         {"replanned", epoch_seconds(Clock::now())}}}};
+                         {"replanned", epoch_seconds(WallClock::now())}}}};
     begin_recovery(std::move(recovery));
   }
 

@@ -9,27 +9,18 @@
 #include <set>
 #include <thread>
 
+#include "hyperpipe/common/epoch_time.h"
 #include "hyperpipe/plan/plan.h"
 
 namespace hyperpipe::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // How often the leader looks for the agents' reports when none of the round's ranks is
 // its own, or after its own have ended.
 constexpr auto kReportPoll = std::chrono::milliseconds(50);
-
-double epoch_seconds(std::chrono::system_clock::time_point time) {
-  return std::chrono::duration<double>(time.time_since_epoch()).count();
-}
-
-std::chrono::system_clock::time_point from_epoch(double seconds) {
-  return std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::duration<double>(seconds)));
-}
 
 // One host's first failure in a round.
 struct Failure {
@@ -202,9 +193,9 @@ RoundOutcome HostRounds::run_round(launch::LaunchSpec spec, const std::string& p
   // and after its grace given up on as gone.
   const double patience =
       std::chrono::duration<double>(spec.grace).count() + 2 * liveness_.timeout_seconds();
-  auto ask_by = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(patience));
-  auto give_up_by = ask_by + (ask_by - Clock::now());
+  auto ask_by = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                         std::chrono::duration<double>(patience));
+  auto give_up_by = ask_by + (ask_by - SteadyClock::now());
   std::map<std::string, RoundReport> reports;
   std::set<std::string> lost;
   for (;;) {
@@ -214,13 +205,13 @@ RoundOutcome HostRounds::run_round(launch::LaunchSpec spec, const std::string& p
         reports[host] = std::move(*report);
         continue;
       }
-      if (!still_there(host, instance_of.at(host)) || Clock::now() > give_up_by) {
+      if (!still_there(host, instance_of.at(host)) || SteadyClock::now() > give_up_by) {
         lost.insert(host);
         if (!trouble_seen) trouble_seen = std::chrono::system_clock::now();
       }
     }
     if (reports.size() + lost.size() == hosts.size()) break;
-    if (Clock::now() > ask_by && !round_stop_requested(elastic_dir_, run_, round.number)) {
+    if (SteadyClock::now() > ask_by && !round_stop_requested(elastic_dir_, run_, round.number)) {
       log(fmt::format("round {}: no report from {} yet; asking it to stop", round.number,
                       fmt::join(hosts, ", ")));
       request_round_stop(elastic_dir_, run_, round.number);
@@ -275,7 +266,7 @@ RoundOutcome HostRounds::run_round(launch::LaunchSpec spec, const std::string& p
       });
   merged.failed_rank = first->rank;
   merged.exit_code = first->exit_code;
-  merged.failure_seen = from_epoch(first->seen);
+  merged.failure_seen = from_epoch_seconds(first->seen);
   return outcome;
 }
 

@@ -8,6 +8,7 @@
 
 #include "hyperpipe/cli/elastic_join.h"
 #include "hyperpipe/cli/timeline_comparison.h"
+#include "hyperpipe/common/epoch_time.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/process_start.h"
 #include "hyperpipe/common/quantity.h"
@@ -45,8 +46,7 @@ TrainProgress::TrainProgress(TrainReportOptions options, std::ostream& out)
 }
 
 void TrainProgress::mark_startup(const char* milestone) {
-  startup_[milestone] =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  startup_[milestone] = epoch_seconds(std::chrono::system_clock::now());
 }
 
 void TrainProgress::joined(int processes, double seconds) {
@@ -118,14 +118,12 @@ void TrainProgress::step_done(const runtime::StepRecord& step) {
               format_eta(mean_seconds * static_cast<double>(options_.steps - step.step - 1)),
               step.skipped ? fmt::format("  skipped (loss scale {:g})", step.loss_scale) : "")
        << std::flush;
-  nlohmann::json metrics{
-      {"step", step.step},
-      {"loss", step.loss},
-      {"grad_norm", step.grad_norm},
-      {"seconds", step.seconds},
-      {"tokens_per_s", tokens / step.seconds},
-      {"time",
-       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
+  nlohmann::json metrics{{"step", step.step},
+                         {"loss", step.loss},
+                         {"grad_norm", step.grad_norm},
+                         {"seconds", step.seconds},
+                         {"tokens_per_s", tokens / step.seconds},
+                         {"time", epoch_seconds(std::chrono::system_clock::now())}};
   if (step.loss_scale > 0) {
     metrics["loss_scale"] = step.loss_scale;
     metrics["skipped"] = step.skipped;

@@ -77,4 +77,8 @@ class Communicator {
 std::unique_ptr<Communicator> connect(const Rendezvous& rendezvous, const torch::Device& device,
                                       std::chrono::milliseconds timeout);
 
+// How long the two processes of a profiling probe (links, device memory) wait to meet:
+// both start at once on one host, so a minute means one of them is gone.
+inline constexpr std::chrono::seconds kProbeMeetTimeout{60};
+
 }  // namespace hyperpipe::runtime

@@ -17,7 +17,6 @@
 namespace hyperpipe::runtime {
 namespace {
 
-constexpr std::chrono::seconds kMeetTimeout{60};
 constexpr int kRanks = 2;
 
 // A tag of the pair's own (Gloo matches sends and receives by tag; NCCL by order).
@@ -111,7 +110,7 @@ void run_rank(int rank, const LinkProfileSettings& settings, std::vector<LinkSam
   const torch::Device device = settings.device.is_cuda()
                                    ? torch::Device(torch::kCUDA, settings.device.index() + rank)
                                    : settings.device;
-  const auto communicator = connect(rendezvous, device, kMeetTimeout);
+  const auto communicator = connect(rendezvous, device, kProbeMeetTimeout);
   measure_pair(*communicator, rank, 0, 1, settings, device, samples);
 }
 
@@ -189,7 +188,7 @@ std::map<cluster::LinkLevel, LinkProfile> profile_links_across(
   const torch::Device device = settings.device.is_cuda()
                                    ? torch::Device(torch::kCUDA, rendezvous.local_rank)
                                    : settings.device;
-  const auto communicator = connect(rendezvous, device, kMeetTimeout);
+  const auto communicator = connect(rendezvous, device, kProbeMeetTimeout);
   std::map<cluster::LinkLevel, LinkProfile> result;
   for (const auto level : {cluster::LinkLevel::intra_node, cluster::LinkLevel::intra_island,
                            cluster::LinkLevel::inter_island}) {

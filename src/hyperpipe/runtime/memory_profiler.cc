@@ -24,7 +24,6 @@
 namespace hyperpipe::runtime {
 namespace {
 
-constexpr std::chrono::seconds kMeetTimeout{60};
 constexpr int kProbeRanks = 2;
 // Training steps of the probed stage after its warm-up: the allocator's pools hold their
 // steady mix of sizes by the third.
@@ -75,7 +74,7 @@ CommunicatorBytes measure_communicators(const MemoryProfileSettings& settings) {
       auto one = torch::ones({1}, torch::TensorOptions().device(device));
       synchronize(device);
       phases.arrive_and_wait();  // "before" read
-      const auto communicator = connect(rendezvous, device, kMeetTimeout);
+      const auto communicator = connect(rendezvous, device, kProbeMeetTimeout);
       std::vector<torch::Tensor> summed{one};
       communicator->all_reduce_sum(summed, {0, 1});
       synchronize(device);

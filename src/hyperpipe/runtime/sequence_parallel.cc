@@ -15,7 +15,7 @@ using torch::autograd::variable_list;
 int64_t address_of(const SequenceShards& shards) {
   return reinterpret_cast<int64_t>(&shards);
 }
-const SequenceShards& at_address(const c10::IValue& address) {
+const SequenceShards& shards_at(const c10::IValue& address) {
   return *reinterpret_cast<const SequenceShards*>(address.toInt());
 }
 
@@ -26,30 +26,30 @@ torch::Tensor summed_part(const torch::Tensor& partial, const SequenceShards& sh
 struct ScatterToSequence : torch::autograd::Function<ScatterToSequence> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& whole, int64_t shards) {
     ctx->saved_data["shards"] = shards;
-    return at_address(shards).part_of(whole).contiguous();
+    return shards_at(shards).part_of(whole).contiguous();
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {at_address(ctx->saved_data["shards"]).all_gather(grads[0].contiguous()), {}};
+    return {shards_at(ctx->saved_data["shards"]).all_gather(grads[0].contiguous()), {}};
   }
 };
 
 struct GatherFromSequence : torch::autograd::Function<GatherFromSequence> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& part, int64_t shards) {
     ctx->saved_data["shards"] = shards;
-    return at_address(shards).all_gather(part.contiguous());
+    return shards_at(shards).all_gather(part.contiguous());
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {at_address(ctx->saved_data["shards"]).part_of(grads[0]).contiguous(), {}};
+    return {shards_at(ctx->saved_data["shards"]).part_of(grads[0]).contiguous(), {}};
   }
 };
 
 struct ReduceScatterToSequence : torch::autograd::Function<ReduceScatterToSequence> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& partial, int64_t shards) {
     ctx->saved_data["shards"] = shards;
-    return summed_part(partial, at_address(shards));
+    return summed_part(partial, shards_at(shards));
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {at_address(ctx->saved_data["shards"]).all_gather(grads[0].contiguous()), {}};
+    return {shards_at(ctx->saved_data["shards"]).all_gather(grads[0].contiguous()), {}};
   }
 };
 
@@ -72,7 +72,7 @@ struct GatheredLinears : torch::autograd::Function<GatheredLinears> {
     auto deferred = c10::make_intrusive<DeferredInto>();
     deferred->store = std::move(store);
     ctx->saved_data["store"] = c10::IValue::make_capsule(std::move(deferred));
-    const auto whole = at_address(shards).all_gather(part.contiguous());
+    const auto whole = shards_at(shards).all_gather(part.contiguous());
     variable_list outputs;
     for (size_t i = 0; i < weights.size(); ++i) {
       outputs.push_back(torch::nn::functional::linear(
@@ -83,7 +83,7 @@ struct GatheredLinears : torch::autograd::Function<GatheredLinears> {
 
   static variable_list backward(AutogradContext* ctx, variable_list output_grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto& shards = at_address(ctx->saved_data["shards"]);
+    const auto& shards = shards_at(ctx->saved_data["shards"]);
     const auto count = static_cast<size_t>(ctx->saved_data["weights"].toInt());
     const auto holder = ctx->saved_data["store"].toCapsule();
     const auto& store = static_cast<const DeferredInto&>(*holder).store;

@@ -11,7 +11,7 @@ using torch::autograd::variable_list;
 int64_t address_of(const ShardAllReduce& all_reduce) {
   return reinterpret_cast<int64_t>(&all_reduce);
 }
-const ShardAllReduce& at_address(const c10::IValue& address) {
+const ShardAllReduce& all_reduce_at(const c10::IValue& address) {
   return *reinterpret_cast<const ShardAllReduce*>(address.toInt());
 }
 
@@ -23,7 +23,7 @@ struct CopyToShards : torch::autograd::Function<CopyToShards> {
   }
   static variable_list backward(AutogradContext* context, variable_list grads) {
     auto sum = grads[0].contiguous().clone();
-    at_address(context->saved_data["all_reduce"])(sum);
+    all_reduce_at(context->saved_data["all_reduce"])(sum);
     return {sum, torch::Tensor()};
   }
 };
@@ -31,7 +31,7 @@ struct CopyToShards : torch::autograd::Function<CopyToShards> {
 struct SumOverShards : torch::autograd::Function<SumOverShards> {
   static torch::Tensor forward(AutogradContext*, const torch::Tensor& partial, int64_t all_reduce) {
     auto sum = partial.contiguous().clone();
-    at_address(all_reduce)(sum);
+    all_reduce_at(all_reduce)(sum);
     return sum;
   }
   static variable_list backward(AutogradContext*, variable_list grads) {
