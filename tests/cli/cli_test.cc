@@ -391,9 +391,12 @@ TEST(Cli, SimulateAndPlanForAnotherFramework) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out)["iteration_time_s"].get<double>();
   };
-  // DeepSpeed's engine blocks on its exchanges, torchtitan's posts them as ours does.
+  // DeepSpeed's engine blocks on its exchanges, torchtitan's posts them as ours does; on
+  // these CPU stand-ins its Python runtime's host time adds to each action, on GPUs not.
   EXPECT_DOUBLE_EQ(iteration("--runtime deepspeed"), iteration("--p2p blocking"));
-  EXPECT_DOUBLE_EQ(iteration("--runtime torchtitan"), iteration(""));
+  EXPECT_GT(iteration("--runtime torchtitan"), iteration(""));
+  EXPECT_DOUBLE_EQ(iteration("--runtime torchtitan --cluster a100x8"),
+                   iteration("--cluster a100x8"));
   const Result text = run("simulate --plan " + plan + " --runtime megatron");
   EXPECT_NE(text.out.find("As Megatron-LM (core_r0.13) runs it: blocking"), std::string::npos)
       << text.out;

@@ -62,6 +62,32 @@ TEST(PlanSimulation, RuntimeDecidesHowExchangesMeetCompute) {
   EXPECT_DOUBLE_EQ(simulate_plan(costs, plan).output.iteration_time, async);
 }
 
+// On a CPU stand-in the thread that computes also runs the runtime: torchtitan's (PyTorch
+// pipelining's) host time adds to each forward and each backward. One stage, so no
+// bubble or transfer: the iteration grows by exactly 2 × micro-batches × that time. On
+// GPUs it is hidden (RuntimeDecidesHowExchangesMeetCompute: torchtitan as async).
+TEST(PlanSimulation, PyTorchsHostTimeAddsToEachActionOnStandIns) {
+  const auto model = model::load_model(kExamples + "/models/tiny-gpt.yaml");
+  const auto cluster = cluster::load_cluster(kExamples + "/clusters/cpu-one-node.yaml");
+  const cost::CostModel costs(model, cluster);
+  for (const auto kind : {schedule::ScheduleKind::gpipe, schedule::ScheduleKind::one_f_one_b}) {
+    plan::Plan plan;
+    plan.model = "tiny-gpt";
+    plan.cluster = "cpu-one-node";
+    plan.micro_batch_size = 2;
+    plan.micro_batches = 4;
+    plan.schedule = kind;
+    plan.stages = {{0, model.num_layers(), {0}, 1, 1, model::Recompute::none}};
+    plan::check_plan(plan, model, cluster, "test");
+    const double own = simulate_plan(costs, plan).output.iteration_time;
+    plan.runtime = plan::Framework::torchtitan;
+    const double host = plan::host_seconds_per_action(plan::traits(plan.runtime), kind);
+    ASSERT_GT(host, 0.0);
+    EXPECT_NEAR(simulate_plan(costs, plan).output.iteration_time, own + 2 * 4 * host, 1e-12)
+        << schedule::to_string(kind);
+  }
+}
+
 TEST(PlanSimulation, MovingLayersToTheFasterGpuHelps) {
   // A100s are about twice as fast as V100s here: an even split leaves the A100s idle.
   const auto model = model::load_model("gpt3-1.3b");

@@ -15,6 +15,11 @@ using schedule::ScheduleKind;
 
 constexpr std::array kNames{"hyperpipe", "megatron", "deepspeed", "torchtitan"};
 
+// PyTorch pipelining's host seconds per action (t[3] below says where they come from).
+constexpr double kTorchGpipeHostSeconds = 430e-6;
+constexpr double kTorch1f1bHostSeconds = 230e-6;
+constexpr double kTorchInterleavedHostSeconds = 630e-6;
+
 const std::array<FrameworkTraits, 4>& all_traits() {
   static const std::array<FrameworkTraits, 4> table = [] {
     std::array<FrameworkTraits, 4> t{};
@@ -80,7 +85,17 @@ const std::array<FrameworkTraits, 4>& all_traits() {
     // The last release read from a TOML file (--job.config_file); 0.3 builds its settings
     // in Python (config_registry) and takes the same fields as command-line overrides.
     t[3].version = "0.2.2";
+    // Its multi-stage schedules need two or more stages per rank (distributed/
+    // pipeline_parallel.py), so InterleavedZeroBubble is no ZB-H1, which has one.
     t[3].schedules = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved};
+    // torch.distributed.pipelining's host time per action on a CPU stand-in, measured on
+    // this project's reference host (2-core Xeon VM, Python 3.11, PyTorch 2.15) with
+    // bench/pipelining/torch_host_time.py: stages that compute nothing, the median over 3
+    // runs × 2 ranks. The schedules differ: GPipe posts each exchange alone, 1F1B fuses a
+    // send with the next receive, the interleaved schedule interprets an action list.
+    t[3].host_seconds_per_action = {{ScheduleKind::gpipe, kTorchGpipeHostSeconds},
+                                    {ScheduleKind::one_f_one_b, kTorch1f1bHostSeconds},
+                                    {ScheduleKind::interleaved, kTorchInterleavedHostSeconds}};
     t[3].any_warmup = false;
     t[3].uniform_shape = true;
     t[3].uniform_recompute = true;
@@ -110,6 +125,11 @@ std::vector<std::string> framework_names() {
 
 const FrameworkTraits& traits(Framework framework) {
   return all_traits().at(static_cast<size_t>(framework));
+}
+
+double host_seconds_per_action(const FrameworkTraits& traits, schedule::ScheduleKind kind) {
+  const auto found = traits.host_seconds_per_action.find(kind);
+  return found == traits.host_seconds_per_action.end() ? 0.0 : found->second;
 }
 
 void check_runs_here(const Plan& plan, const std::string& source) {

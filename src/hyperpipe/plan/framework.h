@@ -4,6 +4,7 @@
 // with its source beside it (framework.cc).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,7 +46,17 @@ struct FrameworkTraits {
   // Sharded, it reduce-scatters the gradients (else all-reduces them whole and each rank
   // steps its share: cost::CostOptions::reduce_scatter_gradients).
   bool reduce_scatters_gradients = true;
+  // The runtime's own host time per compute action (one stage's forward, backward or
+  // weight-gradient pass of one micro-batch), by schedule: building and posting its
+  // exchanges, keeping the micro-batch's state, entering autograd. On a CPU stand-in the
+  // thread that computes spends it too, so it adds to every action there
+  // (sim/plan_simulation.cc); a GPU's host queues kernels ahead of the device, which hides
+  // it behind any layer longer than it. None listed: none modelled.
+  std::map<schedule::ScheduleKind, double> host_seconds_per_action;
 };
+
+// `traits`' host time per action under `kind`; 0 where none is modelled.
+double host_seconds_per_action(const FrameworkTraits& traits, schedule::ScheduleKind kind);
 
 const FrameworkTraits& traits(Framework framework);
 

@@ -26,6 +26,17 @@ cluster::Link slowest_pair_link(const cluster::Cluster& cluster, const cost::Dev
 
 namespace {
 
+// A runtime's own host time per action (plan::FrameworkTraits::host_seconds_per_action),
+// where the host is the device: added to the forward, to the backward whole and to each
+// part of a split one. split_extra grows by as much, as the whole backward, computed as
+// backward_input + backward_weight − split_extra, is one action, not two.
+void add_host_time(double host_seconds, StageCost& cost) {
+  cost.forward += host_seconds;
+  cost.backward_input += host_seconds;
+  cost.backward_weight += host_seconds;
+  cost.split_extra += host_seconds;
+}
+
 // The stage of `pipeline` that holds `layer`.
 const plan::StagePlan& holder_of(const plan::Pipeline& pipeline, int layer) {
   for (const auto& stage : pipeline.stages) {
@@ -158,6 +169,11 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
     if (options.measured) {
       const auto measured = options.measured->find({p, s});
       if (measured != options.measured->end()) apply_measured(measured->second, cost);
+    }
+    const double host_seconds =
+        plan::host_seconds_per_action(plan::traits(plan.runtime), plan.schedule);
+    if (host_seconds > 0 && cluster.gpu_type(group.gpu_type).speed.has_value()) {
+      add_host_time(host_seconds, cost);
     }
     input.stages.push_back(cost);
     result.stages.push_back(report);
