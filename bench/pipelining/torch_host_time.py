@@ -8,11 +8,13 @@ It runs each schedule of the side-by-side bench (GPipe, 1F1B, interleaved 1F1B, 
 two processes over Gloo with stages that compute almost nothing: each layer is one scalar
 weight times a one-value-per-token tensor, so compute and transfers are negligible and a
 rank's time in the schedule, less its time waiting on its neighbour, is the runtime's
-own. Prints a table (µs per action, median over steps, each rank) and the overall median.
+own (less the action's compute, timed alone). Prints a table: µs per action, the median
+over steps, each rank; --widths repeats it with larger exchanges.
 These stages share no shape with the side-by-side bench's models, whose steps test what
 is measured here.
 
-    ~/.cache/hyperpipe/venv/bin/python bench/pipelining/torch_host_time.py [--steps 30]
+    ~/.cache/hyperpipe/venv/bin/python bench/pipelining/torch_host_time.py [--steps 30] \
+        [--widths 1,256,1024]
 """
 import argparse
 import json
@@ -38,21 +40,37 @@ WARMUP_STEPS = 3
 
 
 class Scale(nn.Module):
-    """A layer that computes almost nothing: one weight times its input."""
+    """A layer that computes almost nothing: one weight times its input, `width` values
+    per token (the first layer spreads each token id over them)."""
 
-    def __init__(self, first):
+    def __init__(self, first, width):
         super().__init__()
         self.first = first
+        self.width = width
         self.weight = nn.Parameter(torch.ones(()))
 
     def forward(self, x):
         if self.first:
-            x = x.float().unsqueeze(-1)
+            x = x.float().unsqueeze(-1).expand(-1, -1, self.width)
         return x * self.weight
 
 
 def loss_fn(output, target):
-    return (output.squeeze(-1) - target.float()).square().mean()
+    return (output.mean(-1) - target.float()).square().mean()
+
+
+def compute_seconds(width):
+    """One action's own compute at `width` (half a stage's forward and backward), timed in
+    this process alone, to take out of the per-action time."""
+    torch.set_num_threads(1)
+    stage = nn.Sequential(*(Scale(False, width) for _ in range(LAYERS_PER_STAGE)))
+    x = torch.ones(MICRO_BATCH_SIZE, TOKENS, width, requires_grad=True)
+    samples = []
+    for _ in range(50):
+        began = time.perf_counter()
+        stage(x).sum().backward()
+        samples.append(time.perf_counter() - began)
+    return statistics.median(samples) / 2
 
 
 def timed(owner, name, totals, key):
@@ -78,7 +96,7 @@ def count_actions(owner, name, counts):
     setattr(owner, name, wrapper)
 
 
-def run_rank(rank, world, port, kind, steps, out):
+def run_rank(rank, world, port, kind, width, steps, out):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -90,7 +108,7 @@ def run_rank(rank, world, port, kind, steps, out):
     stage_count = 4 if kind == "interleaved" else 2
     stages = []
     for index in range(rank, stage_count, world):
-        layers = [Scale(index == 0 and i == 0) for i in range(LAYERS_PER_STAGE)]
+        layers = [Scale(index == 0 and i == 0, width) for i in range(LAYERS_PER_STAGE)]
         stages.append(PipelineStage(nn.Sequential(*layers), index, stage_count,
                                     torch.device("cpu")))
     multi = kind in ("interleaved", "zb-h1")
@@ -118,28 +136,35 @@ def run_rank(rank, world, port, kind, steps, out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--widths", default="1",
+                        help="values per token exchanged, comma-separated: 1 leaves the "
+                             "exchanges a few hundred bytes; more measures what they add")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     world = 2
-    rows = {}
+    rows = []
     with tempfile.TemporaryDirectory() as work:
-        for kind in run.SCHEDULES:
-            out = os.path.join(work, kind)
-            torch.multiprocessing.spawn(run_rank, args=(world, run.free_port(), kind,
-                                                        args.steps, out), nprocs=world)
-            rows[kind] = []
-            for rank in range(world):
-                with open(f"{out}.{rank}", encoding="utf-8") as f:
-                    rows[kind].append(statistics.median(json.load(f)))
-    overall = statistics.median(x for ranks in rows.values() for x in ranks)
+        for width in (int(w) for w in args.widths.split(",")):
+            compute = compute_seconds(width)
+            for kind in run.SCHEDULES:
+                out = os.path.join(work, f"{kind}-{width}")
+                torch.multiprocessing.spawn(run_rank, args=(world, run.free_port(), kind, width,
+                                                            args.steps, out), nprocs=world)
+                ranks = []
+                for rank in range(world):
+                    with open(f"{out}.{rank}", encoding="utf-8") as f:
+                        ranks.append(statistics.median(json.load(f)) - compute)
+                rows.append({"schedule": kind, "width": width,
+                             "message_bytes": MICRO_BATCH_SIZE * TOKENS * width * 4,
+                             "host_s": ranks})
     if args.json:
-        print(json.dumps({"per_schedule_s": rows, "median_s": overall}))
+        print(json.dumps(rows))
         return 0
-    print("| schedule | rank 0 | rank 1 |")
-    print("|---|---:|---:|")
-    for kind, ranks in rows.items():
-        print(f"| {kind} | " + " | ".join(f"{x * 1e6:.0f} µs" for x in ranks) + " |")
-    print(f"median host time per action: {overall * 1e6:.0f} µs")
+    print("| schedule | bytes exchanged per action | rank 0 | rank 1 |")
+    print("|---|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['schedule']} | {row['message_bytes']} | " +
+              " | ".join(f"{x * 1e6:.0f} µs" for x in row["host_s"]) + " |")
     return 0
 
 
