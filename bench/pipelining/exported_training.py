@@ -2,9 +2,11 @@
 against `hyperpipe simulate --runtime` of the same plan (issue 38, item 3).
 
 DeepSpeed is the framework of the three that trains on a CPU over Gloo: its CPU
-accelerator runs the pipeline engine (deepspeed_run.py). torchtitan's trainer and
-Megatron-LM's schedules need CUDA devices, so their exports are checked by their parsers
-only (tests/oracles/framework_exports_oracle.py). DeepSpeed runs 1F1B alone, so each model
+accelerator runs the pipeline engine (deepspeed_run.py). torchtitan's trainer takes
+"cuda" where no accelerator is found (torchtitan/tools/utils.py) and Megatron-core's
+exchanges allocate on torch.cuda.current_device() (pipeline_parallel/p2p_communication.py),
+so their exports are checked by their parsers only
+(tests/oracles/framework_exports_oracle.py). DeepSpeed runs 1F1B alone, so each model
 of the side-by-side bench (side_by_side.py: tiny-gpt and a GPT 4 × 512, untied, two
 stages) runs that schedule. `--repeats` times: a fresh `hyperpipe profile`, the
 prediction with `--runtime deepspeed` (its blocking exchanges), `hyperpipe export --to
