@@ -10,7 +10,9 @@ stage per rank, the same ZB-H1 order), the bench
      (the semantics of torchtitan, which runs torch.distributed.pipelining: batched
      isend/irecv posted beside compute) and `--runtime hyperpipe`, then trains the plan
      with `hyperpipe launch` and with torch_pipelining_run.py, taking each run's median
-     step (its first steps left out);
+     step (its first steps left out); PyTorch's step is predicted twice: from HyperPipe's
+     layer profile and from PyTorch's own eager layers profiled the same way
+     (torch_layer_profile.py), as a profile taken under that runtime would give it;
   2. reports the means over the repeats: the prediction's error is its mean against the
      mean measured step.
 It prints a table: both step times, ours over theirs (goal <= 1.0), and the simulator's
@@ -111,7 +113,7 @@ def main():
                 plan = os.path.join(work, f"{model}-{schedule}.json")
                 write_plan(plan, model, schedule)
                 ours_s, theirs_s = [], []
-                guesses = {"torchtitan": [], "hyperpipe": []}
+                guesses = {"torchtitan": [], "hyperpipe": [], "torchtitan_own": []}
                 for repeat in range(args.repeats):
                     # A fresh profile before each pair of runs, as a user profiles and then
                     # trains: the host's drift between profile and run is then the shortest.
@@ -119,8 +121,15 @@ def main():
                     run([args.hyperpipe, "profile", "--model", os.path.join(HERE, model),
                          "--cluster", CLUSTER, "--micro-batch", str(micro_batch_size),
                          "--out", profiles])
-                    for runtime, guessed in guesses.items():
-                        guessed.append(predicted(args.hyperpipe, plan, profiles, runtime))
+                    for runtime in ("torchtitan", "hyperpipe"):
+                        guesses[runtime].append(predicted(args.hyperpipe, plan, profiles, runtime))
+                    # PyTorch's own layers profiled the same way, over that profile's links.
+                    torch_profiles = profiles.replace(".profiles.", ".torch-profiles.")
+                    run([sys.executable, os.path.join(HERE, "torch_layer_profile.py"), "--model",
+                         os.path.join(HERE, model), "--profiles", profiles, "--out",
+                         torch_profiles])
+                    guesses["torchtitan_own"].append(
+                        predicted(args.hyperpipe, plan, torch_profiles, "torchtitan"))
                     ours_s.append(ours(args.hyperpipe, plan, args.steps, work))
                     theirs_s.append(theirs(plan, model, args.steps))
                 mean_or_none = lambda xs: None if None in xs else statistics.mean(xs)  # noqa
@@ -128,9 +137,11 @@ def main():
                        "ours_s": statistics.mean(ours_s), "theirs_s": statistics.mean(theirs_s),
                        "ratios": [a / b for a, b in zip(ours_s, theirs_s)],
                        "predicted_torchtitan_s": mean_or_none(guesses["torchtitan"]),
-                       "predicted_hyperpipe_s": mean_or_none(guesses["hyperpipe"])}
+                       "predicted_hyperpipe_s": mean_or_none(guesses["hyperpipe"]),
+                       "predicted_torchtitan_own_s": mean_or_none(guesses["torchtitan_own"])}
                 row["ratio"] = row["ours_s"] / row["theirs_s"]
-                for side, key in (("torchtitan", "theirs_s"), ("hyperpipe", "ours_s")):
+                for side, key in (("torchtitan", "theirs_s"), ("hyperpipe", "ours_s"),
+                                  ("torchtitan_own", "theirs_s")):
                     guess = row[f"predicted_{side}_s"]
                     row[f"error_{side}"] = None if guess is None else guess / row[key] - 1
                 rows.append(row)
@@ -141,13 +152,15 @@ def main():
         return 0
     percent = lambda e: "—" if e is None else f"{e * 100:+.1f}%"  # noqa: E731
     print("| model | schedule | HyperPipe step | PyTorch pipelining step | ours / theirs "
-          "(per repeat) | simulator on PyTorch's (torchtitan semantics) | simulator on ours |")
-    print("|---|---|---|---|---|---|---|")
+          "(per repeat) | simulator on PyTorch's (torchtitan semantics) | the same from "
+          "PyTorch's layer profile | simulator on ours |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['model']} | {r['schedule']} | {r['ours_s'] * 1e3:.0f} ms | "
               f"{r['theirs_s'] * 1e3:.0f} ms | {r['ratio']:.2f} "
               f"({', '.join(f'{x:.2f}' for x in r['ratios'])}) | "
-              f"{percent(r['error_torchtitan'])} | {percent(r['error_hyperpipe'])} |")
+              f"{percent(r['error_torchtitan'])} | {percent(r['error_torchtitan_own'])} | "
+              f"{percent(r['error_hyperpipe'])} |")
     return 0
 
 
