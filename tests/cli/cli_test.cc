@@ -153,6 +153,36 @@ TEST(Cli, TensorParallelStaysInsideANode) {
   EXPECT_GT(report["cost"][1]["layers"][1]["tp_communication_s"].get<double>(), 0);
 }
 
+// The op-level estimate: each GPU type of the cluster and each layer kind, its passes the
+// sums of its ops, the tp cut to the node as the cost table's.
+TEST(Cli, DescribeEstimateShowsEachLayerOpByOp) {
+  const Result r = run("describe --tp 8 --estimate --layer all --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  const auto& estimates = report["op_estimate"];
+  ASSERT_EQ(estimates.size(), 3u * 3u);  // A100, V100, T4 × embedding, block, head
+  for (const auto& layer : estimates) {
+    double forward = 0, b = 0, w = 0;
+    for (const auto& op : layer["ops"]) {
+      const double seconds = op["seconds"].get<double>();
+      (op["pass"] == "forward" ? forward : op["pass"] == "backward_input" ? b : w) += seconds;
+      EXPECT_GT(seconds, 0) << op.dump();
+    }
+    EXPECT_NEAR(forward, layer["forward_s"].get<double>(), 1e-12);
+    EXPECT_NEAR(b, layer["backward_input_s"].get<double>(), 1e-12);
+    EXPECT_NEAR(w, layer["backward_weight_s"].get<double>(), 1e-12);
+  }
+  for (size_t type = 0; type < 3; ++type) {
+    EXPECT_EQ(estimates[3 * type]["tp"], report["cost"][type]["tp"]);
+  }
+  // Any catalogue type on request, in a table.
+  const Result table = run("describe --estimate --gpu H100-SXM");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("Op-level estimate: block 0 on H100-SXM at tp 1"), std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("attention scores"), std::string::npos);
+}
+
 TEST(Cli, DescribeActivationTransferIsPerShardUnderTensorParallelism) {
   // As the simulator and the runtime move it: each of tp shards sends its 1/tp part.
   const auto transfers = [](const std::string& args) {
@@ -666,6 +696,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInvocation{"describe --tp -3",
                       "--tp: expected a positive integer up to 16777216, got '-3'"},
         BadInvocation{"describe --recompute sometimes", "--recompute"},
+        BadInvocation{"describe --estimate --gpu H9000",
+                      "error: --gpu: H9000: expected a GPU type of the catalogue"},
+        BadInvocation{"describe --estimate --layer neck", "--layer"},
         BadInvocation{"describe --format xml", "--format"},
         BadInvocation{"describe --seq 4096",
                       "error: --seq: 4096: expected at most the model's 2048"},

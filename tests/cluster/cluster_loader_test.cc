@@ -110,7 +110,7 @@ links:
 TEST(ClusterYaml, LinksCarryTheirEfficiencyAndMeasuredTable) {
   const std::string path = write_temp_file("tabled.yaml", R"(
 gpu_types:
-  - {name: T4, reserved_memory: 600 MiB, compute_capability: 8}
+  - {name: T4, reserved_memory: 600 MiB, compute_capability: 8, multiprocessors: 46}
 nodes:
   - {name: a, gpu: T4, count: 2}
   - {name: b, gpu: T4, count: 1}
@@ -126,6 +126,7 @@ links:
   const Cluster cluster = load_cluster(path);
   EXPECT_DOUBLE_EQ(cluster.gpu_type("T4").reserved_memory.value_or(0), 600 * kMiB);
   EXPECT_EQ(cluster.gpu_type("T4").compute_capability, 8);  // the catalogue's 7 changed
+  EXPECT_EQ(cluster.gpu_type("T4").multiprocessors, 46);    // the catalogue's 40 changed
   EXPECT_DOUBLE_EQ(cluster.link_between(0, 1).efficiency.value_or(0), 0.9);
   EXPECT_TRUE(cluster.link_between(0, 1).table.empty());
   const Link between = cluster.link_between(0, 2);
@@ -173,6 +174,11 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, BadClusterYaml,
     ::testing::Values(
         BadInputCase{"nodes: [\n", "not valid YAML"},
+        BadInputCase{"gpu_types:\n  - {name: T4, multiprocessors: 0}\n"
+                     "nodes:\n  - {name: a, gpu: T4, count: 1}\nlinks: {}\n",
+                     "field 'gpu_types[0].multiprocessors': expected a count of streaming "
+                     "multiprocessors "
+                     "from 1 to 4096, got '0'"},
         BadInputCase{"", "expected a mapping with 'nodes' and 'links'"},
         BadInputCase{"nodes: []\nlinks: {}\n",
                      "field 'nodes': expected a list of at least 1 item(s), got a list"},

@@ -8,8 +8,9 @@ namespace hyperpipe::cluster {
 namespace {
 
 TEST(GpuCatalogue, HasTheRequiredTypes) {
-  for (const char* name : {"A100-40GB", "A100-80GB", "H100-SXM", "H200", "V100-16GB", "V100-32GB",
-                           "T4", "L4", "A10G", "RTX3090", "RTX4090", "MI250X"}) {
+  for (const char* name :
+       {"A100-40GB", "A100-80GB", "H100-SXM", "H200", "V100-16GB", "V100-32GB", "T4", "L4", "A10G",
+        "RTX3090", "RTX4090", "MI250X", "GH200-96GB", "RTX2080Ti", "TitanRTX"}) {
     EXPECT_TRUE(find_gpu_type(name).has_value()) << name;
   }
 }
@@ -17,7 +18,8 @@ TEST(GpuCatalogue, HasTheRequiredTypes) {
 TEST(GpuCatalogue, NamesMatchLoosely) {
   EXPECT_EQ(find_gpu_type("a100 80gb")->name, "A100-80GB");
   EXPECT_EQ(find_gpu_type("rtx-4090")->name, "RTX4090");
-  EXPECT_FALSE(find_gpu_type("A100").has_value());  // ambiguous: 40 or 80 GB
+  EXPECT_EQ(find_gpu_type("Titan-RTX")->name, "TitanRTX");  // Sailor's spelling
+  EXPECT_FALSE(find_gpu_type("A100").has_value());          // ambiguous: 40 or 80 GB
 }
 
 TEST(GpuCatalogue, DatasheetFigures) {

@@ -46,6 +46,24 @@ TEST(CostModel, ComputeBoundLayerRunsAtAchievableFlopRate) {
   EXPECT_EQ(t.estimated_layers, 1);
 }
 
+TEST(CostModel, Tf32RunsAnFp32ModelsProductsOnTensorCores) {
+  auto config = catalogue_model("gpt3-175b").config();
+  config.dtype = model::DType::fp32;
+  const model::Model fp32(config);
+  config.tf32 = true;
+  const model::Model tf32(config);
+  const auto cluster = cluster::load_cluster("a100x8");
+  const auto group = first_devices_of_type(cluster, "A100-80GB", 1, 1);
+  const ComputeTime slow =
+      CostModel(fp32, cluster).range_time(1, 2, group, 4, 2048, Recompute::none);
+  const ComputeTime fast =
+      CostModel(tf32, cluster).range_time(1, 2, group, 4, 2048, Recompute::none);
+  // Only the products' rate changes: A100's 19.5 TFLOP/s fp32, 156 on TF32 tensor cores.
+  const auto f = fp32.layers()[1].flops({4, 2048, 1, true});
+  const double saved = f.forward / kDefaultMatmulEfficiency * (1 / 19.5e12 - 1 / 156e12);
+  EXPECT_NEAR(slow.forward - fast.forward, saved, 1e-9 * saved);
+}
+
 TEST(CostModel, TwiceTheHardwareHalvesTheTime) {
   const auto model = catalogue_model("gpt3-1.3b");
   const auto slow = round_cluster(1.0);

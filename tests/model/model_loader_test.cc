@@ -134,6 +134,13 @@ TEST(ModelYaml, BaseModelWithChanges) {
   EXPECT_EQ(model.config().name, "gpt3-2.7b");
 }
 
+TEST(ModelYaml, Tf32IsAnFp32ModelsSetting) {
+  EXPECT_FALSE(load_model("gpt2").config().tf32);
+  const std::string path =
+      write_temp_file("tf32.yaml", "base: gpt3-2.7b\ndtype: fp32\ntf32: true\n");
+  EXPECT_TRUE(load_model(path).config().tf32);
+}
+
 class BadModelYaml : public ::testing::TestWithParam<hyperpipe::testing::BadInputCase> {};
 
 TEST_P(BadModelYaml, SaysWhereAndWhat) {
@@ -171,7 +178,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInputCase{"base: llama2-7b\nnorm_eps: 0\n", "field 'norm_eps'"},
         BadInputCase{"base: llama2-7b\nnorm_eps: 2\n", "between 0 and 1, got 2"},
         BadInputCase{"base: llama2-7b\nrope_theta: -5\n", "field 'rope_theta'"},
-        BadInputCase{"base: gpt2\nqkv_bias: true\n", "false or absent for GPT"}));
+        BadInputCase{"base: gpt2\nqkv_bias: true\n", "false or absent for GPT"},
+        BadInputCase{"base: gpt2\ntf32: true\n",
+                     "field 'tf32': expected false or absent unless "
+                     "dtype is fp32"}));
 
 TEST(LoadModel, UnknownNameSaysWhatIsAccepted) {
   const std::string message = error_message<InputError>([] { load_model("gpt-17"); });

@@ -75,6 +75,7 @@ void print_devices(std::ostream& out, OutputFormat format,
                          {"source", type.source}};
     if (type.speed) entry["speed"] = *type.speed;
     if (type.compute_capability > 0) entry["compute_capability"] = type.compute_capability;
+    if (type.multiprocessors > 0) entry["multiprocessors"] = type.multiprocessors;
     if (type.matmul_efficiency) entry["matmul_efficiency"] = *type.matmul_efficiency;
     if (type.memory_efficiency) entry["memory_efficiency"] = *type.memory_efficiency;
     devices.push_back(entry);

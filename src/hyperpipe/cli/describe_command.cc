@@ -5,6 +5,7 @@
 
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/describe_report.h"
+#include "hyperpipe/cli/estimate_report.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
@@ -27,6 +28,8 @@ struct DescribeArgs {
   int64_t seq_len = 0;
   int tp = 1;
   std::string recompute = "none";  // none, selective or full
+  bool estimate = false;           // the op-level estimate of a layer, op by op
+  EstimateSettings estimate_settings;
   OutputFormat format = OutputFormat::table;
 };
 
@@ -50,12 +53,16 @@ void run_describe(const DescribeArgs& args, std::ostream& out) {
                          : args.recompute == "selective" ? model::Recompute::selective
                                                          : model::Recompute::none;
   const DescribeSettings settings{args.micro_batch, args.seq_len, args.tp, recompute};
-  const nlohmann::json report = describe_report(costs, settings);
+  nlohmann::json report = describe_report(costs, settings);
+  if (args.estimate) {
+    report["op_estimate"] = estimate_report(costs, settings, args.estimate_settings);
+  }
   if (args.format == OutputFormat::json) {
     out << report.dump(2) << '\n';
-  } else {
-    print_describe_tables(report, out);
+    return;
   }
+  print_describe_tables(report, out);
+  if (args.estimate) print_estimate_tables(report["op_estimate"], out);
 }
 
 void add_describe(CLI::App& app, DescribeArgs& args, std::function<void()> action) {
@@ -81,12 +88,22 @@ void add_describe(CLI::App& app, DescribeArgs& args, std::function<void()> actio
   describe->add_option("--recompute", args.recompute, "Activation recomputation")
       ->check(CLI::IsMember({"none", "selective", "full"}))
       ->default_str("none");
+  describe->add_flag("--estimate", args.estimate,
+                     "Also show a layer's estimate op by op on each GPU type (the estimate a "
+                     "layer without a profile gets)");
+  describe->add_option("--layer", args.estimate_settings.layer, "With --estimate: which layer")
+      ->check(CLI::IsMember({"embedding", "block", "head", "all"}))
+      ->default_str("block");
+  describe->add_option("--gpu", args.estimate_settings.gpu_type,
+                       "With --estimate: a GPU type, of the cluster or the catalogue "
+                       "(default: each the cluster has)");
   add_format_option(*describe, args.format);
   describe->footer(
       "Examples:\n"
       "  hyperpipe describe\n"
       "  hyperpipe describe --model llama2-7b --cluster examples/clusters/h100-a100-islands.yaml\n"
-      "  hyperpipe describe --model path/to/config.json --micro-batch 4 --format json");
+      "  hyperpipe describe --model path/to/config.json --micro-batch 4 --format json\n"
+      "  hyperpipe describe --model llama3-8b --cluster a100x8 --tp 2 --estimate --layer all");
   describe->callback(std::move(action));
 }
 

@@ -41,6 +41,7 @@ json model_json(const model::Model& model, const model::Workload& work) {
   return {{"name", c.name},
           {"flavour", to_string(c.flavour)},
           {"dtype", to_string(c.dtype)},
+          {"tf32", c.tf32},
           {"hidden", c.hidden},
           {"blocks", c.layers},
           {"heads", c.heads},
@@ -120,19 +121,26 @@ int64_t blocks_that_fit(const cost::CostModel& costs, const cost::DeviceGroup& g
   return static_cast<int64_t>(std::floor(free / per_block));
 }
 
-json gpu_cost_json(const cost::CostModel& costs, const std::string& type_name,
-                   const DescribeSettings& settings, int64_t seq_len) {
-  const auto& cluster = costs.cluster();
-  const auto& type = cluster.gpu_type(type_name);
-  const int available = cluster.count_devices_of_type(type_name);
-  // Tensor parallelism stays inside a node: the largest node of this type bounds it.
-  int largest_node = 1;
+}  // namespace
+
+int tp_within_a_node(const cluster::Cluster& cluster, const std::string& type_name, int tp) {
+  int largest_node = 0;
   for (const auto& node : cluster.nodes()) {
     if (cluster::same_gpu_name(node.gpu_type, type_name)) {
       largest_node = std::max(largest_node, node.gpu_count);
     }
   }
-  const int tp = std::min(settings.tp, largest_node);
+  return largest_node > 0 ? std::min(tp, largest_node) : tp;
+}
+
+namespace {
+
+json gpu_cost_json(const cost::CostModel& costs, const std::string& type_name,
+                   const DescribeSettings& settings, int64_t seq_len) {
+  const auto& cluster = costs.cluster();
+  const auto& type = cluster.gpu_type(type_name);
+  const int available = cluster.count_devices_of_type(type_name);
+  const int tp = tp_within_a_node(cluster, type_name, settings.tp);
   const cost::DeviceGroup group = cost::first_devices_of_type(cluster, type_name, 1, tp);
   const int layer_count = costs.model().num_layers();
   json layers = json::array();
@@ -148,16 +156,17 @@ json gpu_cost_json(const cost::CostModel& costs, const std::string& type_name,
                                                       seq_len, 1, settings.recompute);
   const double model_flops =
       costs.model().iteration_flops(settings.micro_batch, seq_len, settings.recompute) / tp;
-  return {{"gpu_type", type.name},
-          {"count", available},
-          {"tp", tp},
-          {"memory_bytes", group.memory_bytes},
-          {"peak_flops", type.peak_flops(costs.model().config().dtype, costs.options().allow_tf32)},
-          {"layers", layers},
-          {"whole_model", compute_json(whole)},
-          {"whole_model_achieved_flops", model_flops / whole.total()},
-          {"whole_model_memory", memory_json(memory)},
-          {"blocks_that_fit", blocks_that_fit(costs, group, settings, seq_len)}};
+  return {
+      {"gpu_type", type.name},
+      {"count", available},
+      {"tp", tp},
+      {"memory_bytes", group.memory_bytes},
+      {"peak_flops", type.peak_flops(costs.model().config().dtype, costs.model().config().tf32)},
+      {"layers", layers},
+      {"whole_model", compute_json(whole)},
+      {"whole_model_achieved_flops", model_flops / whole.total()},
+      {"whole_model_memory", memory_json(memory)},
+      {"blocks_that_fit", blocks_that_fit(costs, group, settings, seq_len)}};
 }
 
 // What each GPU type holds outside the model, and where the figures come from.
@@ -247,8 +256,7 @@ json describe_report(const cost::CostModel& costs, const DescribeSettings& setti
             {"memory_efficiency", costs.options().memory_efficiency},
             {"link_efficiency", costs.link_efficiency()},
             {"memory_margin", costs.options().memory_margin},
-            {"device_overheads", overheads_json(costs)},
-            {"allow_tf32", costs.options().allow_tf32}}}};
+            {"device_overheads", overheads_json(costs)}}}};
 }
 
 void print_describe_tables(const json& report, std::ostream& out) {

@@ -19,6 +19,10 @@ struct DescribeSettings {
   model::Recompute recompute = model::Recompute::none;
 };
 
+// Tensor parallelism stays inside a node: the requested degree, cut to the largest node of
+// the type (uncut for a type the cluster has no node of).
+int tp_within_a_node(const cluster::Cluster& cluster, const std::string& type_name, int tp);
+
 nlohmann::json describe_report(const cost::CostModel& costs, const DescribeSettings& settings);
 
 // Renders the report as tables.

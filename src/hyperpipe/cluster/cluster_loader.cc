@@ -25,7 +25,8 @@ double read_fraction(const YamlField& field) {
 // A `gpu_types` entry: a new type (all figures required) or changes to a known one.
 GpuType read_gpu_type(const YamlField& entry, const std::vector<GpuType>& known) {
   entry.allow_only({"name", "memory", "memory_bandwidth", "peak", "matmul_efficiency",
-                    "memory_efficiency", "reserved_memory", "speed", "compute_capability"});
+                    "memory_efficiency", "reserved_memory", "speed", "compute_capability",
+                    "multiprocessors"});
   const std::string name = entry.required("name").as_string();
   std::optional<GpuType> type;
   for (const auto& candidate : known) {
@@ -66,6 +67,14 @@ GpuType read_gpu_type(const YamlField& entry, const std::vector<GpuType>& known)
     if (major < 1)
       v->fail("a CUDA compute capability's major version (8 for Ampere, 9 for Hopper)");
     type->compute_capability = static_cast<int>(major);
+  }
+  if (auto v = entry.optional("multiprocessors")) {
+    const int64_t count = v->as_int();
+    if (count < 1 || count > kMaxMultiprocessors) {
+      v->fail(
+          fmt::format("a count of streaming multiprocessors from 1 to {}", kMaxMultiprocessors));
+    }
+    type->multiprocessors = static_cast<int>(count);
   }
   return *type;
 }

@@ -35,6 +35,9 @@ struct GpuType {
   // CUDA compute capability's major version (7 Volta/Turing, 8 Ampere/Ada, 9 Hopper, 10 and
   // 12 Blackwell); 0 where unknown or not NVIDIA. Library defaults depend on it.
   int compute_capability = 0;
+  // Streaming multiprocessors (AMD: compute units), which a matrix product's tiles fill in
+  // waves; 0 where unknown.
+  int multiprocessors = 0;
   std::string source;  // where the figures come from
 
   // Peak for matrix products in `dtype`; fp32 products use TF32 when `allow_tf32`.

@@ -14,6 +14,8 @@ inline constexpr int64_t kMaxLayers = 10'000;
 inline constexpr int64_t kMaxWidth = int64_t{1} << 20;
 // GPUs in one node.
 inline constexpr int64_t kMaxGpusPerNode = 1024;
+// Streaming multiprocessors of one GPU (today's largest have under 200).
+inline constexpr int64_t kMaxMultiprocessors = 4096;
 // Micro-batches in one iteration, pipeline stages, model chunks: each schedule has
 // stages × micro-batches × chunks ops, which must fit in memory.
 inline constexpr int64_t kMaxMicroBatches = int64_t{1} << 16;

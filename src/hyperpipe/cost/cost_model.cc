@@ -128,7 +128,7 @@ model::Workload CostModel::workload(int64_t micro_batch, int64_t seq_len, int tp
 
 double CostModel::matmul_rate(const cluster::GpuType& type) const {
   const double efficiency = type.matmul_efficiency.value_or(options_.matmul_efficiency);
-  return type.peak_flops(model_.config().dtype, options_.allow_tf32) * efficiency;
+  return type.peak_flops(model_.config().dtype, model_.config().tf32) * efficiency;
 }
 
 double CostModel::memory_rate(const cluster::GpuType& type) const {

@@ -37,8 +37,6 @@ struct CostOptions {
   FrameworkBuffers framework = framework_buffers("hyperpipe");
   // CUDA_MODULE_LOADING=LAZY, PyTorch's default since 1.13: kernels load on first use.
   bool lazy_module_loading = true;
-  // fp32 products on TF32 tensor cores. PyTorch has defaulted to off since 1.12.
-  bool allow_tf32 = false;
   // Megatron sequence parallelism whenever tp > 1 (Korthikanti et al., 2022): the norms'
   // and residuals' activations split over the shards too. Off unless asked for (`plan
   // --sequence-parallel`, or a plan's `sequence_parallel`, which the runtime then runs).

@@ -5,16 +5,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "hyperpipe/model/layer_units.h"
+
 namespace hyperpipe::model {
 namespace {
 
-constexpr double kFlopsPerMultiplyAdd = 2.0;
-// Token ids are int64 in PyTorch; the embedding's backward and the loss keep them.
-constexpr int64_t kTokenIdBytes = 8;
-// Dropout masks are stored as one byte per element (Korthikanti et al., 2022, §4.1).
-constexpr int64_t kDropoutMaskBytes = 1;
-// Softmax cross-entropy keeps fp32 logits (Korthikanti et al., 2022, §4.3: 4·s·b·v/t).
-constexpr int64_t kLogitBytes = 4;
 // FlashAttention keeps one fp32 log-sum-exp per head and token instead of the score matrix.
 constexpr int64_t kLogSumExpBytes = 4;
 

@@ -59,6 +59,7 @@ class Layer {
 
   LayerKind kind() const { return kind_; }
   int index() const { return index_; }  // position in the chain, 0 = embedding
+  const TransformerConfig& config() const { return config_; }
   std::string name() const;
 
   // Parameters a stage holding this layer keeps in memory. With tied embeddings the head

@@ -194,6 +194,7 @@ TransformerConfig read_model_yaml(const YamlField& root) {
                    "dropout",
                    "flash_attention",
                    "dtype",
+                   "tf32",
                    "norm_eps",
                    "rope_theta",
                    "qkv_bias"});
@@ -241,6 +242,10 @@ TransformerConfig read_model_yaml(const YamlField& root) {
     root.required("qkv_bias").fail("false or absent for GPT (its blocks have every bias)");
   }
   if (auto dtype = root.optional("dtype")) c.dtype = read_dtype(*dtype);
+  read_bool_if_present(root, "tf32", c.tf32);
+  if (c.tf32 && c.dtype != DType::fp32) {
+    root.required("tf32").fail("false or absent unless dtype is fp32 (TF32 runs fp32 products)");
+  }
   return finish(c, root);
 }
 

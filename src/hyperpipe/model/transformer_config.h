@@ -54,6 +54,10 @@ struct TransformerConfig {
   // Fused attention (FlashAttention) keeps no s×s score matrix for backward.
   bool flash_attention = false;
   DType dtype = DType::fp16;
+  // An fp32 model's matrix products on TF32 tensor cores (torch.backends.cuda.matmul.
+  // allow_tf32): off by default in PyTorch since 1.12, on in NVIDIA's PyTorch containers
+  // (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1). The runtime sets it on CUDA devices.
+  bool tf32 = false;
 
   int64_t head_dim() const { return hidden / heads; }
   int64_t kv_dim() const { return kv_heads * head_dim(); }

@@ -27,7 +27,7 @@ std::vector<int> layer_ends(const cost::CostModel& costs, Baseline baseline,
       std::vector<double> shares;
       for (const auto& group : groups) {
         const auto& type = costs.cluster().device_type(group.front());
-        shares.push_back(type.peak_flops(model.config().dtype, costs.options().allow_tf32) *
+        shares.push_back(type.peak_flops(model.config().dtype, model.config().tf32) *
                          static_cast<double>(group.size()));
       }
       return proportional_split(layers, shares);

@@ -133,7 +133,7 @@ class PeerSearch {
           const auto& cls = classes_[stage.cls];
           shares.push_back(costs_.cluster()
                                .device_type(cls.devices.front())
-                               .peak_flops(config.dtype, costs_.options().allow_tf32) *
+                               .peak_flops(config.dtype, config.tf32) *
                            oracle_->shapes(stage.cls)[stage.shape].size());
         }
         ends = proportional_split(layers, shares);

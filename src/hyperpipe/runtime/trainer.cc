@@ -509,6 +509,10 @@ ExecutorOptions process_settings(const TrainOptions& options, const CheckedRun& 
   const int device = run.layout.role(run.rendezvous.rank).device;
   settings.speed = run.checked.cluster.device_type(device).speed.value_or(1.0);
   torch::set_num_threads(options.threads);
+  // As the model file says (the cost model priced its products at the same rate).
+  if (settings.device.is_cuda()) {
+    at::globalContext().setAllowTF32CuBLAS(run.checked.model.config().tf32);
+  }
   keep_freed_memory();
   if (run.dtype == "fp64") torch::set_default_dtype(caffe2::TypeMeta::Make<double>());
   settings.dtype = weight_type(run.dtype);

@@ -360,7 +360,7 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
   for (const auto& stage : result.stages) {
     if (stage.stage != stage.rank) continue;  // another chunk of a device group counted
     const auto& type = cluster.gpu_type(stage.gpu_type);
-    peak += type.peak_flops(costs.model().config().dtype, costs.options().allow_tf32) *
+    peak += type.peak_flops(costs.model().config().dtype, costs.model().config().tf32) *
             static_cast<double>(stage.devices.size());
     result.stand_ins = result.stand_ins || type.speed.has_value();
   }
