@@ -2,7 +2,7 @@
 Sailor's models and GPU types, HyperPipe plans twice on the same cluster, once from the
 estimate alone and once from Sailor's per-layer GPU measurements as a profile database; the
 estimate's plan is then costed on the measurements (`simulate --profiles`) and compared
-with the measured best.
+with the measured best; both estimators (`plan --estimator roofline|ops`) take their turn.
 
 The measurements (sailor/Planner/simulations/profiles_tmp.json, with the model shapes and
 links as bench/estimates/sailor_layers.py reads them) become a hyperpipe.profiles/1
@@ -35,6 +35,7 @@ from sailor_layers import (BANDWIDTHS, CLUSTER_CONFIG, GPU_NAMES, LLM_INFO,  # n
 COEFFICIENTS = "sailor/providers/network_coeffs_all_homo.json"
 NODES = 2
 KINDS = {"embedding": 0, "decoder_block": 1, "head": -1}
+ESTIMATORS = ("roofline", "ops")  # plan --estimator
 
 
 def cluster_yaml(gpu, per_node, inside, between):
@@ -88,9 +89,9 @@ def profile_entries(hyperpipe, name, model, cluster, gpu, by_mbs, config, per_no
     return entries
 
 
-def plan(hyperpipe, model, cluster, batch, out, profiles=None):
+def plan(hyperpipe, model, cluster, batch, out, profiles=None, estimator="roofline"):
     command = [hyperpipe, "plan", "--model", model, "--cluster", cluster, "--global-batch",
-               str(batch), "--out", out, "--format", "json"]
+               str(batch), "--out", out, "--format", "json", "--estimator", estimator]
     if profiles:
         command += ["--profiles", profiles]
     code, stdout, stderr = run(command)
@@ -146,7 +147,6 @@ def main():
                     json.dump({"format": "hyperpipe.profiles/1", "host": f"sailor {gpu}",
                                "entries": entries}, f)
                 by_profile = os.path.join(work, f"{name}-{gpu}-measured.json")
-                by_estimate = os.path.join(work, f"{name}-{gpu}-estimated.json")
                 best, refused = plan(args.hyperpipe, model, cluster, args.global_batch,
                                      by_profile, profiles)
                 row = {"model": name, "gpu": GPU_NAMES[gpu], "gpus": NODES * size}
@@ -154,32 +154,37 @@ def main():
                     row["refused"] = refused
                     rows.append(row)
                     continue
-                guess, refused = plan(args.hyperpipe, model, cluster, args.global_batch,
-                                      by_estimate)
-                if guess is None:
-                    row["refused"] = f"estimate only: {refused}"
-                    rows.append(row)
-                    continue
                 row["measured_best_s"] = simulated(args.hyperpipe, by_profile, profiles)
-                row["estimate_pick_s"] = simulated(args.hyperpipe, by_estimate, profiles)
-                row["slowdown"] = row["estimate_pick_s"] / row["measured_best_s"] - 1
                 with open(by_profile, encoding="utf-8") as f:
                     row["measured_best"] = shape(json.load(f))
-                with open(by_estimate, encoding="utf-8") as f:
-                    row["estimate_pick"] = shape(json.load(f))
+                for estimator in ESTIMATORS:
+                    by_estimate = os.path.join(work, f"{name}-{gpu}-{estimator}.json")
+                    guess, refused = plan(args.hyperpipe, model, cluster, args.global_batch,
+                                          by_estimate, estimator=estimator)
+                    if guess is None:
+                        row[estimator] = {"refused": refused}
+                        continue
+                    seconds = simulated(args.hyperpipe, by_estimate, profiles)
+                    with open(by_estimate, encoding="utf-8") as f:
+                        row[estimator] = {"pick": shape(json.load(f)), "seconds": seconds,
+                                          "slowdown": seconds / row["measured_best_s"] - 1}
                 rows.append(row)
                 print(f"{name} {gpu}: done", file=sys.stderr, flush=True)
     print(f"Global batch {args.global_batch}; {NODES} nodes of each type\n")
-    print("| model | GPU type | GPUs | best plan on the measurements | the estimate's pick | "
-          "its iteration on the measurements |")
-    print("|---|---|---:|---|---|---:|")
+    def cell(pick):
+        if "refused" in pick:
+            return f"— | {pick['refused']}"
+        return f"{pick['pick']} | {pick['seconds']:.2f} s ({pick['slowdown'] * 100:+.1f}%)"
+    print("| model | GPU type | GPUs | best plan on the measurements | roofline's pick | "
+          "on the measurements | op-level pick | on the measurements |")
+    print("|---|---|---:|---|---|---:|---|---:|")
     for r in rows:
         if "refused" in r:
-            print(f"| {r['model']} | {r['gpu']} | {r['gpus']} | — | — | {r['refused']} |")
+            print(f"| {r['model']} | {r['gpu']} | {r['gpus']} | {r['refused']} | | | | |")
             continue
         print(f"| {r['model']} | {r['gpu']} | {r['gpus']} | {r['measured_best']}: "
-              f"{r['measured_best_s'] * 1e3:.0f} ms | {r['estimate_pick']} | "
-              f"{r['estimate_pick_s'] * 1e3:.0f} ms ({r['slowdown'] * 100:+.1f}%) |")
+              f"{r['measured_best_s']:.2f} s | " +
+              " | ".join(cell(r[e]) for e in ESTIMATORS) + " |")
     return 0
 
 

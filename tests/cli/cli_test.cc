@@ -183,6 +183,21 @@ TEST(Cli, DescribeEstimateShowsEachLayerOpByOp) {
   EXPECT_NE(table.out.find("attention scores"), std::string::npos);
 }
 
+// Plan and simulate take either estimator; the op-level one prices the same plan otherwise.
+TEST(Cli, PlanAndSimulateWithTheOpLevelEstimator) {
+  const auto iteration = [](const std::string& args) {
+    const Result r = run("simulate --plan " + kExamples + "/plans/gpt3-2.7b-4stage.json " + args +
+                         " --format json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["iteration_time_s"].get<double>();
+  };
+  EXPECT_NE(iteration("--estimator ops"), iteration(""));
+  EXPECT_EQ(iteration("--estimator roofline"), iteration(""));
+  const Result planned = run("plan --global-batch 64 --estimator ops --format json");
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  EXPECT_TRUE(nlohmann::json::parse(planned.out).contains("plan"));
+}
+
 TEST(Cli, DescribeActivationTransferIsPerShardUnderTensorParallelism) {
   // As the simulator and the runtime move it: each of tp shards sends its 1/tp part.
   const auto transfers = [](const std::string& args) {
@@ -699,6 +714,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInvocation{"describe --estimate --gpu H9000",
                       "error: --gpu: H9000: expected a GPU type of the catalogue"},
         BadInvocation{"describe --estimate --layer neck", "--layer"},
+        BadInvocation{"plan --global-batch 64 --estimator fast", "--estimator"},
         BadInvocation{"describe --format xml", "--format"},
         BadInvocation{"describe --seq 4096",
                       "error: --seq: 4096: expected at most the model's 2048"},

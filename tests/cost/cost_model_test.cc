@@ -7,6 +7,8 @@
 #include "catalogue_models.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/yaml_reader.h"
+#include "hyperpipe/cost/op_estimate.h"
+#include "hyperpipe/model/layer_ops.h"
 
 namespace hyperpipe::cost {
 namespace {
@@ -62,6 +64,29 @@ TEST(CostModel, Tf32RunsAnFp32ModelsProductsOnTensorCores) {
   const auto f = fp32.layers()[1].flops({4, 2048, 1, true});
   const double saved = f.forward / kDefaultMatmulEfficiency * (1 / 19.5e12 - 1 / 156e12);
   EXPECT_NEAR(slow.forward - fast.forward, saved, 1e-9 * saved);
+}
+
+// With the op-level estimator a layer without a profile costs the sum of its ops, pass by
+// pass (op_estimate.h), and full recomputation reruns its forward.
+TEST(CostModel, TheOpLevelEstimatorSumsTheLayersOps) {
+  const auto model = catalogue_model("gpt3-2.7b");
+  const auto cluster = cluster::load_cluster("a100x8");
+  CostOptions options;
+  options.estimator = Estimator::ops;
+  const CostModel costs(model, cluster, options);
+  const auto group = first_devices_of_type(cluster, "A100-80GB", 1, 1);
+  const ComputeTime t = costs.range_time(1, 2, group, 2, 2048, Recompute::full);
+  const PassTimes ops =
+      estimate_layer(model::layer_ops(model.layers()[1], {2, 2048, 1, false}),
+                     cluster.gpu_type("A100-80GB"), model.config(), kDefaultMemoryEfficiency);
+  EXPECT_DOUBLE_EQ(t.forward, ops.forward);
+  EXPECT_DOUBLE_EQ(t.backward_input, ops.backward_input);
+  EXPECT_DOUBLE_EQ(t.backward_weight, ops.backward_weight);
+  EXPECT_DOUBLE_EQ(t.recompute, ops.forward);
+  EXPECT_EQ(t.source(), "estimate");
+  const ComputeTime roofline =
+      CostModel(model, cluster).range_time(1, 2, group, 2, 2048, Recompute::full);
+  EXPECT_NE(t.forward, roofline.forward);
 }
 
 TEST(CostModel, TwiceTheHardwareHalvesTheTime) {

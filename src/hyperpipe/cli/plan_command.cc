@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/estimator_option.h"
 #include "hyperpipe/cli/memory_breakdown.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/simulation_report.h"
@@ -35,6 +36,7 @@ struct PlanArgs {
   int64_t seq_len = 0;
   std::optional<int64_t> micro_batch;
   std::optional<std::string> profiles;
+  cost::Estimator estimator = cost::Estimator::roofline;
   std::optional<std::string> baseline;
   std::optional<std::string> out;
   int max_stages = 32;
@@ -275,6 +277,7 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
   options.reduce_scatter_gradients = plan::traits(framework).reduce_scatters_gradients;
   options.framework = cost::framework_buffers(args.runtime);
   if (args.memory_margin) options.memory_margin = *args.memory_margin / 100;
+  options.estimator = args.estimator;
   const std::vector<bool> shardings = shardings_to_try(args.shard_optimizer, framework);
   const int64_t seq = args.seq_len > 0 ? args.seq_len : model.config().seq_len;
   if (model.config().flavour == model::Flavour::gpt && seq > model.config().seq_len) {
@@ -462,6 +465,7 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
                     "Sequence parallelism in every tensor-parallel stage (Megatron-LM's): costed "
                     "so, and the plan says so");
   command->add_option("--profiles", args->profiles, "Profile database to prefer over estimates");
+  add_estimator_option(*command, args->estimator);
   command
       ->add_option("--memory-margin", args->memory_margin,
                    "Percent of each device's memory no plan may use (default 5; the plan "

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "hyperpipe/cli/commands.h"
+#include "hyperpipe/cli/estimator_option.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/simulation_report.h"
 #include "hyperpipe/common/error.h"
@@ -21,6 +22,7 @@ struct SimulateArgs {
   std::string plan;
   std::optional<std::string> cluster;
   std::optional<std::string> profiles;
+  cost::Estimator estimator = cost::Estimator::roofline;
   std::optional<std::string> trace;
   std::optional<std::string> svg;
   bool overlap_allreduce = false;
@@ -34,7 +36,9 @@ void run_simulate(const SimulateArgs& args, std::ostream& out) {
   if (args.overlap_allreduce) plan.overlap_allreduce = true;
   std::optional<cost::ProfileDb> profiles;
   if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
-  const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
+  cost::CostOptions cost_options;
+  cost_options.estimator = args.estimator;
+  const cost::CostModel costs(model, cluster, cost_options, profiles ? &*profiles : nullptr);
   if (args.runtime) {
     const auto framework = plan::parse_framework(*args.runtime);
     if (!framework) {
@@ -97,6 +101,7 @@ void add_simulate_command(CLI::App& app, std::ostream& out) {
   command->add_option("--cluster,-c", args->cluster,
                       "Cluster to run it on instead of the one the plan names");
   command->add_option("--profiles", args->profiles, "Profile database to prefer over estimates");
+  add_estimator_option(*command, args->estimator);
   command->add_option("--trace", args->trace, "Write a Chrome/Perfetto trace (JSON) here");
   command->add_option("--svg", args->svg, "Write an SVG Gantt chart here");
   command->add_flag("--overlap-allreduce", args->overlap_allreduce,

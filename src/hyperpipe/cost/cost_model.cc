@@ -5,6 +5,7 @@
 
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/cost/measured_links.h"
+#include "hyperpipe/cost/op_estimate.h"
 
 namespace hyperpipe::cost {
 namespace {
@@ -172,6 +173,17 @@ ComputeTime CostModel::layer_time(int layer, const cluster::GpuType& type,
     time.interpolated_layers = profiled->match == ProfileMatch::exact ? 0 : 1;
     return time;  // the compute of one shard: range_time adds the tensor-parallel all-reduces
   }
+  time.estimated_layers = 1;
+  if (options_.estimator == Estimator::ops) {
+    // Op by op: each kernel the layer runs, priced by what bounds it.
+    const PassTimes passes = estimate_layer(model::layer_ops(spec, work), type, model_.config(),
+                                            options_.memory_efficiency);
+    time.forward = passes.forward;
+    time.backward_input = passes.backward_input;
+    time.backward_weight = passes.backward_weight;
+    time.recompute = rerun * time.forward;
+    return time;
+  }
   // Roofline per kernel class: products run at the achievable FLOP rate, the
   // element-wise kernels between them at the achievable memory bandwidth, one after
   // the other.
@@ -182,7 +194,6 @@ ComputeTime CostModel::layer_time(int layer, const cluster::GpuType& type,
   time.backward_input = flops.backward_input / flop_rate + traffic.backward_input / byte_rate;
   time.backward_weight = flops.backward_weight / flop_rate + traffic.backward_weight / byte_rate;
   time.recompute = rerun * time.forward;
-  time.estimated_layers = 1;
   return time;
 }
 

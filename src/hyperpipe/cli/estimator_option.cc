@@ -1,0 +1,19 @@
+#include "hyperpipe/cli/estimator_option.h"
+
+namespace hyperpipe::cli {
+
+void add_estimator_option(CLI::App& command, cost::Estimator& estimator) {
+  command
+      .add_option_function<std::string>(
+          "--estimator",
+          [&estimator](const std::string& name) {
+            estimator = name == "ops" ? cost::Estimator::ops : cost::Estimator::roofline;
+          },
+          "How a layer without a profile is estimated: the roofline, or op by op (`describe "
+          "--estimate` shows the ops)")
+      ->transform(CLI::IsMember({"roofline", "ops"}))
+      ->type_name("roofline|ops")
+      ->default_str("roofline");
+}
+
+}  // namespace hyperpipe::cli
