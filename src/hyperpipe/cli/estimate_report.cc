@@ -131,8 +131,9 @@ void print_estimate_tables(const json& estimates, std::ostream& out) {
     }
     table.print(out, "  ");
   }
-  out << "  Share: of the format's peak; products after tile and wave quantization. "
-         "Times as `describe --estimate` prices an op without a profile (docs/design.md).\n";
+  out << "  Share: of the format's peak, before tile and wave quantization. These are the times "
+         "a layer without a profile gets with `plan` and `simulate --estimator ops` "
+         "(docs/design.md).\n";
 }
 
 }  // namespace hyperpipe::cli
