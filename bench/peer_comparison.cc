@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  fmt::print("\nleast margin over the best of the peers' spaces: {:.2f}x\n", least_margin);
+  fmt::print("\nleast margin over the best of the peers' spaces: {:.3f}x\n", least_margin);
   fmt::print("instances where no plan can be {:.1f}x faster than the best peer space: {}\n",
              kTargetMargin, out_of_reach);
   return 0;

@@ -1,9 +1,9 @@
 """HyperPipe's compute estimate against the per-layer GPU measurements Sailor publishes
 (eth-easl/sailor, issue 39): each measured (model, GPU type, micro-batch size, tp degree)
 is estimated with `hyperpipe describe --estimate` (no profile given) and compared layer by
-layer, both as the cost model estimates today (the roofline: products at a flat share of
-the peak, the rest at the memory bandwidth) and op by op (cost/op_estimate.h); both add
-the tensor-parallel all-reduces from the same link model.
+layer, both op by op (cost/op_estimate.h, the cost model's default) and by the roofline it
+replaced (`--estimator roofline`: products at a flat share of the peak, the rest at the
+memory bandwidth); both add the tensor-parallel all-reduces from the same link model.
 
 Read as they are from a checkout of the repository (`--sailor`):
   sailor/Planner/simulations/profiles_tmp.json   [model][gpu][mbs][tp][layer] =
@@ -135,7 +135,8 @@ def link_bandwidth(bandwidths, gpu, tp):
 def describe(hyperpipe, model, cluster, micro_batch, tp):
     result = subprocess.run([hyperpipe, "describe", "--model", model, "--cluster", cluster,
                              "--micro-batch", str(micro_batch), "--tp", str(tp),
-                             "--estimate", "--layer", "all", "--format", "json"],
+                             "--estimate", "--layer", "all", "--estimator", "roofline",
+                             "--format", "json"],
                             capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"describe {model} mbs {micro_batch} tp {tp}: {result.stderr}")

@@ -32,10 +32,17 @@ cluster::Cluster round_cluster(double flops_scale = 1.0) {
   return cluster::read_cluster_yaml(YamlField::load_string(text, "round"));
 }
 
+// The roofline, kept beside the op-level estimate for comparison (`--estimator roofline`).
+CostOptions roofline_options() {
+  CostOptions options;
+  options.estimator = Estimator::roofline;
+  return options;
+}
+
 TEST(CostModel, ComputeBoundLayerRunsAtAchievableFlopRate) {
   const auto model = catalogue_model("gpt3-175b");
   const auto cluster = cluster::load_cluster("a100x8");
-  const CostModel costs(model, cluster);
+  const CostModel costs(model, cluster, roofline_options());
   const auto group = first_devices_of_type(cluster, "A100-80GB", 1, 1);
   const ComputeTime t = costs.range_time(1, 2, group, 4, 2048, Recompute::none);
   const auto f = model.layers()[1].flops({4, 2048, 1, true});
@@ -56,24 +63,36 @@ TEST(CostModel, Tf32RunsAnFp32ModelsProductsOnTensorCores) {
   const model::Model tf32(config);
   const auto cluster = cluster::load_cluster("a100x8");
   const auto group = first_devices_of_type(cluster, "A100-80GB", 1, 1);
-  const ComputeTime slow =
-      CostModel(fp32, cluster).range_time(1, 2, group, 4, 2048, Recompute::none);
-  const ComputeTime fast =
-      CostModel(tf32, cluster).range_time(1, 2, group, 4, 2048, Recompute::none);
+  const ComputeTime slow = CostModel(fp32, cluster, roofline_options())
+                               .range_time(1, 2, group, 4, 2048, Recompute::none);
+  const ComputeTime fast = CostModel(tf32, cluster, roofline_options())
+                               .range_time(1, 2, group, 4, 2048, Recompute::none);
   // Only the products' rate changes: A100's 19.5 TFLOP/s fp32, 156 on TF32 tensor cores.
   const auto f = fp32.layers()[1].flops({4, 2048, 1, true});
   const double saved = f.forward / kDefaultMatmulEfficiency * (1 / 19.5e12 - 1 / 156e12);
   EXPECT_NEAR(slow.forward - fast.forward, saved, 1e-9 * saved);
+  // Op by op, only the products move too: each on its own path, the rest unchanged.
+  const ComputeTime ops_slow =
+      CostModel(fp32, cluster).range_time(1, 2, group, 4, 2048, Recompute::none);
+  const ComputeTime ops_fast =
+      CostModel(tf32, cluster).range_time(1, 2, group, 4, 2048, Recompute::none);
+  const auto& a100 = cluster.gpu_type("A100-80GB");
+  double products_saved = 0;
+  for (const auto& op : model::layer_ops(fp32.layers()[1], {4, 2048, 1, true})) {
+    if (op.pass != model::Pass::forward) continue;
+    products_saved += op_time(op, a100, fp32.config(), kDefaultMemoryEfficiency).seconds -
+                      op_time(op, a100, tf32.config(), kDefaultMemoryEfficiency).seconds;
+  }
+  EXPECT_GT(products_saved, 0.5 * ops_slow.forward);  // fp32's products dominate the block
+  EXPECT_NEAR(ops_slow.forward - ops_fast.forward, products_saved, 1e-9 * products_saved);
 }
 
-// With the op-level estimator a layer without a profile costs the sum of its ops, pass by
-// pass (op_estimate.h), and full recomputation reruns its forward.
+// By default a layer without a profile costs the sum of its ops, pass by pass
+// (op_estimate.h), and full recomputation reruns its forward.
 TEST(CostModel, TheOpLevelEstimatorSumsTheLayersOps) {
   const auto model = catalogue_model("gpt3-2.7b");
   const auto cluster = cluster::load_cluster("a100x8");
-  CostOptions options;
-  options.estimator = Estimator::ops;
-  const CostModel costs(model, cluster, options);
+  const CostModel costs(model, cluster);
   const auto group = first_devices_of_type(cluster, "A100-80GB", 1, 1);
   const ComputeTime t = costs.range_time(1, 2, group, 2, 2048, Recompute::full);
   const PassTimes ops =
@@ -84,8 +103,16 @@ TEST(CostModel, TheOpLevelEstimatorSumsTheLayersOps) {
   EXPECT_DOUBLE_EQ(t.backward_weight, ops.backward_weight);
   EXPECT_DOUBLE_EQ(t.recompute, ops.forward);
   EXPECT_EQ(t.source(), "estimate");
-  const ComputeTime roofline =
-      CostModel(model, cluster).range_time(1, 2, group, 2, 2048, Recompute::full);
+  // Asked again, and for two blocks (their estimates remembered): the same sums.
+  EXPECT_DOUBLE_EQ(costs.range_time(1, 3, group, 2, 2048, Recompute::full).forward,
+                   2 * ops.forward);
+  const PassTimes wider =
+      estimate_layer(model::layer_ops(model.layers()[1], {4, 2048, 1, false}),
+                     cluster.gpu_type("A100-80GB"), model.config(), kDefaultMemoryEfficiency);
+  EXPECT_DOUBLE_EQ(costs.range_time(2, 3, group, 4, 2048, Recompute::none).backward_input,
+                   wider.backward_input);
+  const ComputeTime roofline = CostModel(model, cluster, roofline_options())
+                                   .range_time(1, 2, group, 2, 2048, Recompute::full);
   EXPECT_NE(t.forward, roofline.forward);
 }
 

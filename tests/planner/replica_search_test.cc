@@ -125,10 +125,11 @@ TEST_F(TwoHeavyBlocks, PipelinesSideBySideBeatOnePipelineAndTheFasterTakesMore) 
   const auto& a100 = best.plan.pipeline(0).stages[0].devices[0] == 0 ? best.plan.pipeline(0)
                                                                      : best.plan.pipeline(1);
   EXPECT_GT(a100.samples(), 32);
-  // And it beats every single pipeline by a margin, not by rounding.
+  // And it beats every single pipeline by a margin, not by rounding (about 10% with the
+  // op-level estimates: the A100's pipeline waits for the gradient sum over the slow link).
   for (const auto& scored : result.per_order) {
     if (scored.plan.pipeline_count() == 1) {
-      EXPECT_LT(best.iteration_time() * 1.1, scored.iteration_time()) << scored.label;
+      EXPECT_LT(best.iteration_time() * 1.05, scored.iteration_time()) << scored.label;
     }
   }
   // Without the replica search the planner falls back to one pipeline.

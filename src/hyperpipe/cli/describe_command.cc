@@ -6,6 +6,7 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/describe_report.h"
 #include "hyperpipe/cli/estimate_report.h"
+#include "hyperpipe/cli/estimator_option.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
@@ -28,7 +29,8 @@ struct DescribeArgs {
   int64_t seq_len = 0;
   int tp = 1;
   std::string recompute = "none";  // none, selective or full
-  bool estimate = false;           // the op-level estimate of a layer, op by op
+  cost::Estimator estimator = cost::CostOptions{}.estimator;
+  bool estimate = false;  // the op-level estimate of a layer, op by op
   EstimateSettings estimate_settings;
   OutputFormat format = OutputFormat::table;
 };
@@ -48,7 +50,9 @@ void run_describe(const DescribeArgs& args, std::ostream& out) {
                      "expected a divisor of the model's " + std::to_string(model.config().heads) +
                          " attention heads");
   }
-  const cost::CostModel costs(model, cluster, {}, profiles ? &*profiles : nullptr);
+  cost::CostOptions options;
+  options.estimator = args.estimator;
+  const cost::CostModel costs(model, cluster, options, profiles ? &*profiles : nullptr);
   const auto recompute = args.recompute == "full"        ? model::Recompute::full
                          : args.recompute == "selective" ? model::Recompute::selective
                                                          : model::Recompute::none;
@@ -97,6 +101,7 @@ void add_describe(CLI::App& app, DescribeArgs& args, std::function<void()> actio
   describe->add_option("--gpu", args.estimate_settings.gpu_type,
                        "With --estimate: a GPU type, of the cluster or the catalogue "
                        "(default: each the cluster has)");
+  add_estimator_option(*describe, args.estimator);
   add_format_option(*describe, args.format);
   describe->footer(
       "Examples:\n"

@@ -252,7 +252,8 @@ json describe_report(const cost::CostModel& costs, const DescribeSettings& setti
           {"activation_transfer", transfer_json(costs, {settings.micro_batch, seq_len, settings.tp,
                                                         costs.options().sequence_parallel})},
           {"cost_options",
-           {{"matmul_efficiency", costs.options().matmul_efficiency},
+           {{"estimator", cost::to_string(costs.options().estimator)},
+            {"matmul_efficiency", costs.options().matmul_efficiency},
             {"memory_efficiency", costs.options().memory_efficiency},
             {"link_efficiency", costs.link_efficiency()},
             {"memory_margin", costs.options().memory_margin},
@@ -380,13 +381,17 @@ void print_describe_tables(const json& report, std::ostream& out) {
   out << "\n  The whole model on one device (one micro-batch in flight), by term:\n";
   print_memory_table(memory_rows, out, "  ");
   const json& options = report["cost_options"];
+  const std::string products =
+      options.value("estimator", "ops") == "ops"
+          ? "price each kernel by what bounds it: products at their GPU generation's share of "
+            "peak for their shape (`describe --estimate` shows each op)"
+          : fmt::format("assume {:.0f}% of peak matmul FLOP/s",
+                        100 * options["matmul_efficiency"].get<double>());
   out << fmt::format(
-      "\nEstimates assume {:.0f}% of peak matmul FLOP/s, {:.0f}% of memory bandwidth, {:.0f}% "
-      "of link bandwidth (src/hyperpipe/cost/cost_options.h); plans leave {:.0f}% of each "
-      "device's memory unused. What a device holds besides the model "
-      "(src/hyperpipe/cost/device_memory.cc):\n",
-      100 * options["matmul_efficiency"].get<double>(),
-      100 * options["memory_efficiency"].get<double>(),
+      "\nEstimates {}, {:.0f}% of memory bandwidth, {:.0f}% of link bandwidth "
+      "(src/hyperpipe/cost/cost_options.h); plans leave {:.0f}% of each device's memory "
+      "unused. What a device holds besides the model (src/hyperpipe/cost/device_memory.cc):\n",
+      products, 100 * options["memory_efficiency"].get<double>(),
       100 * options["link_efficiency"].get<double>(), 100 * options["memory_margin"].get<double>());
   for (const auto& o : options["device_overheads"]) {
     if (o.contains("reserved_memory_bytes")) {

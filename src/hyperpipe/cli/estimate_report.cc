@@ -132,8 +132,7 @@ void print_estimate_tables(const json& estimates, std::ostream& out) {
     table.print(out, "  ");
   }
   out << "  Share: of the format's peak, before tile and wave quantization. These are the times "
-         "a layer without a profile gets with `plan` and `simulate --estimator ops` "
-         "(docs/design.md).\n";
+         "a layer without a profile gets in `describe`, `plan` and `simulate` (docs/design.md).\n";
 }
 
 }  // namespace hyperpipe::cli

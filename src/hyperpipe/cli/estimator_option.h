@@ -1,4 +1,4 @@
-// `--estimator roofline|ops`: how plan and simulate estimate a layer without a profile.
+// `--estimator ops|roofline`: how describe, plan and simulate estimate a layer without a profile.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -36,7 +36,7 @@ struct PlanArgs {
   int64_t seq_len = 0;
   std::optional<int64_t> micro_batch;
   std::optional<std::string> profiles;
-  cost::Estimator estimator = cost::Estimator::roofline;
+  cost::Estimator estimator = cost::CostOptions{}.estimator;
   std::optional<std::string> baseline;
   std::optional<std::string> out;
   int max_stages = 32;
@@ -138,6 +138,7 @@ void print_plan(const planner::ScoredPlan& scored, const std::string& model,
     }
   }
   out << "  " << plan::layer_numbering_note(plan.pipeline(0).stages.back().end_layer) << '\n';
+  out << "  " << layer_cost_note(simulation_report(plan, sim, model, cluster, seq)) << '\n';
   out << fmt::format(
       "  Predicted iteration {}: {} tokens/s, {} per {} over {} {}, bubble {:.1f}%\n",
       format_duration(sim.output.iteration_time), format_count(sim.tokens_per_s),

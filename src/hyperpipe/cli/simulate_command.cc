@@ -22,7 +22,7 @@ struct SimulateArgs {
   std::string plan;
   std::optional<std::string> cluster;
   std::optional<std::string> profiles;
-  cost::Estimator estimator = cost::Estimator::roofline;
+  cost::Estimator estimator = cost::CostOptions{}.estimator;
   std::optional<std::string> trace;
   std::optional<std::string> svg;
   bool overlap_allreduce = false;

@@ -96,6 +96,7 @@ json simulation_report(const plan::Plan& plan, const sim::PlanSimulation& simula
           // Not against a GPU type's peak where CPU stand-ins ran (see PlanSimulation).
           {"mfu", simulation.stand_ins ? json(nullptr) : json(simulation.mfu)},
           {"stand_ins", simulation.stand_ins},
+          {"estimator", cost::to_string(simulation.estimator)},
           {"stages", stages},
           {"ranks", ranks},
           {"fits", verdicts.empty()},
@@ -110,6 +111,53 @@ void print_memory_terms(const json& report, std::ostream& out) {
   for (const auto& verdict : report["over_capacity"]) {
     out << "  DOES NOT FIT: " << verdict["text"].get<std::string>() << '\n';
   }
+}
+
+namespace {
+
+// "stage 2" or, where pipelines run side by side, "pipeline 1 stage 2".
+std::string stage_name(const json& stage, bool several_pipelines) {
+  const int s = stage["stage"].get<int>();
+  return several_pipelines ? fmt::format("pipeline {} stage {}", stage["pipeline"].get<int>(), s)
+                           : fmt::format("stage {}", s);
+}
+
+}  // namespace
+
+std::string layer_cost_note(const json& report) {
+  const bool several = report["pipelines"].size() > 1;
+  std::vector<std::string> profiled, estimated, mixed;
+  bool interpolated = false;
+  for (const auto& stage : report["stages"]) {
+    const auto source = stage["source"].get<std::string>();
+    const std::string name = stage_name(stage, several);
+    if (source == "estimate") {
+      estimated.push_back(name);
+    } else if (source == "profile+estimate") {
+      mixed.push_back(name);
+    } else {
+      interpolated = interpolated || source != "profile";
+      profiled.push_back(name);
+    }
+  }
+  const bool ops = report.value("estimator", "ops") == "ops";
+  const std::string how = ops ? "estimated op by op" : "estimated by the roofline";
+  const std::string why = ops ? "`hyperpipe describe --estimate` shows the ops, `hyperpipe "
+                                "profile` measures the layers"
+                              : "`--estimator ops` prices each op instead";
+  const std::string measured =
+      interpolated ? "profiled (some between the micro-batch sizes measured)" : "profiled";
+  if (estimated.empty() && mixed.empty()) return "Layer times: " + measured + " on every stage";
+  if (profiled.empty() && mixed.empty()) {
+    return fmt::format("Layer times: {} on every stage, no profile ({})", how, why);
+  }
+  std::string text = "Layer times: ";
+  if (!profiled.empty()) text += fmt::format("{} on {}; ", measured, fmt::join(profiled, ", "));
+  text += how + " on ";
+  if (!estimated.empty()) text += fmt::format("{}", fmt::join(estimated, ", "));
+  if (!estimated.empty() && !mixed.empty()) text += " and on ";
+  if (!mixed.empty()) text += fmt::format("some layers of {}", fmt::join(mixed, ", "));
+  return text + fmt::format(" ({})", why);
 }
 
 namespace {
@@ -175,7 +223,8 @@ void print_simulation_tables(const json& report, std::ostream& out) {
   for (const auto& stage : report["stages"]) {
     chain_layers = std::max(chain_layers, stage["layers"][1].get<int>());
   }
-  out << "  " << plan::layer_numbering_note(chain_layers) << "\n\n";
+  out << "  " << plan::layer_numbering_note(chain_layers) << '\n';
+  out << "  " << layer_cost_note(report) << "\n\n";
   std::vector<std::string> rank_headers{
       "Device group", ">Busy",      ">Bubble",      ">Comm wait", ">All-reduce",
       ">Optimizer",   ">In flight", ">Peak memory", ">Limit",     ""};

@@ -19,6 +19,9 @@ nlohmann::json simulation_report(const plan::Plan& plan, const sim::PlanSimulati
 
 void print_simulation_tables(const nlohmann::json& report, std::ostream& out);
 
+// Which stages' layer times were profiled and which estimated, and how: one line.
+std::string layer_cost_note(const nlohmann::json& report);
+
 // The report's per-device peaks by term, and a line for each device over its limit.
 void print_memory_terms(const nlohmann::json& report, std::ostream& out);
 

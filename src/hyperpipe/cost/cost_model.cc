@@ -145,7 +145,7 @@ std::optional<ProfileLookup> CostModel::find_profile(int layer, const cluster::G
                        work.tp,     work.seq_len};
   auto found = profiles_->find(key, work.micro_batch);
   if (!found) {
-    log().debug("no profile for {} {} on {} (tp {}, seq {}, micro-batch {}): roofline estimate",
+    log().debug("no profile for {} {} on {} (tp {}, seq {}, micro-batch {}): estimated",
                 config.name, model::to_string(key.layer), type.name, work.tp, work.seq_len,
                 work.micro_batch);
   }
@@ -176,8 +176,11 @@ ComputeTime CostModel::layer_time(int layer, const cluster::GpuType& type,
   time.estimated_layers = 1;
   if (options_.estimator == Estimator::ops) {
     // Op by op: each kernel the layer runs, priced by what bounds it.
-    const PassTimes passes = estimate_layer(model::layer_ops(spec, work), type, model_.config(),
-                                            options_.memory_efficiency);
+    const PassTimes passes =
+        estimates_->get(spec.kind(), type.name, work, options_.memory_efficiency, [&] {
+          return estimate_layer(model::layer_ops(spec, work), type, model_.config(),
+                                options_.memory_efficiency);
+        });
     time.forward = passes.forward;
     time.backward_input = passes.backward_input;
     time.backward_weight = passes.backward_weight;

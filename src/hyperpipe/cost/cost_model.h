@@ -1,9 +1,10 @@
 // The one place that answers "how long" and "how much memory": the planner, the simulator
-// and the reports all ask it. Measured profiles win where they exist; elsewhere a roofline
-// estimate from the GPU catalogue, with the efficiencies of cost_options.h.
+// and the reports all ask it. Measured profiles win where they exist; elsewhere an estimate
+// from the GPU catalogue, op by op by default (op_estimate.h, cost_options.h's Estimator).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "hyperpipe/cost/cost_options.h"
 #include "hyperpipe/cost/device_group.h"
 #include "hyperpipe/cost/device_memory.h"
+#include "hyperpipe/cost/estimate_cache.h"
 #include "hyperpipe/cost/profile_db.h"
 #include "hyperpipe/model/model.h"
 
@@ -25,7 +27,7 @@ struct ComputeTime {
   double split_extra = 0;
   double recompute = 0;         // forward rerun during backward (recomputation)
   double tp_communication = 0;  // tensor-parallel all-reduces, included in the times above
-  int estimated_layers = 0;     // layers costed by the roofline estimate
+  int estimated_layers = 0;     // layers costed by an estimate (no profile)
   int profiled_layers = 0;      // layers costed from measured profiles
   int interpolated_layers = 0;  // of those, layers at an unmeasured micro-batch size
 
@@ -177,6 +179,8 @@ class CostModel {
   std::optional<cluster::Link> measured_all_reduce_;
   CostOptions options_;
   const ProfileDb* profiles_;
+  // Shared by the copies with_options makes (the key holds what options change).
+  std::shared_ptr<EstimateCache> estimates_ = std::make_shared<EstimateCache>();
 };
 
 }  // namespace hyperpipe::cost

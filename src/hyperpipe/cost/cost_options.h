@@ -27,14 +27,20 @@ inline constexpr double kDefaultLinkEfficiency = 0.8;
 // measures ours): a plan within 5 % of the memory is a plan at risk.
 inline constexpr double kDefaultMemoryMargin = 0.05;
 
-// How a layer without a profile is estimated: the roofline (every product at one share of
-// the peak, the memory-bound rest at the bandwidth: the default until the op-level estimate
-// has been validated on the planner's answers, issue 39) or op by op (op_estimate.h).
-enum class Estimator { roofline, ops };
+// How a layer without a profile is estimated: op by op (op_estimate.h: each kernel by its
+// shape and the GPU generation; the README's "Estimates without a profile" validates it on
+// Sailor's public GPU measurements), or the roofline it replaced (every product at one
+// share of the peak, matmul_efficiency, the memory-bound rest at the bandwidth), kept for
+// comparison.
+enum class Estimator { ops, roofline };
+
+inline const char* to_string(Estimator estimator) {
+  return estimator == Estimator::ops ? "ops" : "roofline";
+}
 
 struct CostOptions {
   double matmul_efficiency = kDefaultMatmulEfficiency;
-  Estimator estimator = Estimator::roofline;
+  Estimator estimator = Estimator::ops;
   double memory_efficiency = kDefaultMemoryEfficiency;
   double link_efficiency = kDefaultLinkEfficiency;
   // The share of a device's memory no plan may use (kDefaultMemoryMargin).

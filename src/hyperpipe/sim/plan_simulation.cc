@@ -365,6 +365,7 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
     result.stand_ins = result.stand_ins || type.speed.has_value();
   }
   result.mfu = result.model_flops / time / peak;
+  result.estimator = costs.options().estimator;
   return result;
 }
 

@@ -60,6 +60,8 @@ struct PlanSimulation {
   // where profiled, so FLOP/s against the GPU type's peak (MFU) mean nothing.
   bool stand_ins = false;
   P2pMode p2p = P2pMode::async;  // how the exchanges met compute (SimOptions, runtime)
+  // How the layers without a profile were estimated (the cost model's).
+  cost::Estimator estimator = cost::Estimator::ops;
 
   int pipelines() const { return static_cast<int>(first_rank.size()); }
   // The reports of pipeline p's stages.
