@@ -28,24 +28,40 @@ double search(const cost::CostModel& costs, int64_t global_batch) {
   return found.candidates.empty() ? 0.0 : found.candidates.front().pipeline.objective;
 }
 
+// Argument 1: layers estimated by the roofline instead of op by op (the default), to see
+// what each estimator costs the search.
+cost::CostOptions estimated_by(const benchmark::State& state) {
+  cost::CostOptions options;
+  if (state.range(0) == 1) options.estimator = cost::Estimator::roofline;
+  return options;
+}
+
 void BM_SearchGpt3_2_7bMixed16(benchmark::State& state) {
   const auto model = model::load_model("gpt3-2.7b");
   const auto cluster = cluster::load_cluster("a100-v100-t4");
-  const cost::CostModel costs(model, cluster);
+  const cost::CostModel costs(model, cluster, estimated_by(state));
   for (auto _ : state) benchmark::DoNotOptimize(search(costs, 64));
 }
-BENCHMARK(BM_SearchGpt3_2_7bMixed16)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SearchGpt3_2_7bMixed16)
+    ->ArgName("roofline")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
 
 // The whole `hyperpipe plan`: search, re-scoring by the simulator, baselines.
 void BM_MakePlanGpt3_2_7bMixed16(benchmark::State& state) {
   const auto model = model::load_model("gpt3-2.7b");
   const auto cluster = cluster::load_cluster("a100-v100-t4");
-  const cost::CostModel costs(model, cluster);
+  const cost::CostModel costs(model, cluster, estimated_by(state));
   planner::PlanRequest request;
   request.batch = {"gpt3-2.7b", "a100-v100-t4", 64, 0, planner::micro_batch_sizes(64)};
   for (auto _ : state) benchmark::DoNotOptimize(planner::make_plan(costs, request));
 }
-BENCHMARK(BM_MakePlanGpt3_2_7bMixed16)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MakePlanGpt3_2_7bMixed16)
+    ->ArgName("roofline")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
 
 // A cluster of `gpus` GPUs: nodes of 8 (fewer for tiny clusters) of four types, two
 // types per island.

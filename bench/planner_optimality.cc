@@ -3,7 +3,8 @@
 // clusters of two and three GPU types across two islands, each for a few model shapes.
 // Prints, per instance, the planner's simulated iteration, the best the enumeration found
 // and the gap, then the distribution. Usage:
-//   build/bench/planner_optimality [--time-limit SECONDS] [--filter TEXT]
+//   build/bench/planner_optimality [--time-limit SECONDS] [--filter TEXT] [--show 1]
+// (--show 1: both plans of an instance with a gap, stage by stage, to see what was missed.)
 // An instance whose enumeration hits the time limit is reported as incomplete: its gap is
 // then only a lower bound.
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/plan/plan.h"
 #include "hyperpipe/planner/exhaustive_search.h"
 #include "hyperpipe/planner/planner.h"
 
@@ -74,6 +76,20 @@ model::Model make_model(const ModelShape& shape) {
   return model::Model(model::read_model_yaml(YamlField::load_string(yaml, shape.name)));
 }
 
+// "4 stages, micro-batch 2, zb-h1: 8×1 [0, 3) | …" for the plans --show prints.
+std::string layout(const planner::ScoredPlan& scored) {
+  const plan::Plan& p = scored.plan;
+  std::string text = fmt::format("{} stages, micro-batch {}, {}{}:", p.stages.size(),
+                                 p.micro_batch_size, schedule::to_string(p.schedule),
+                                 p.chunks > 1 ? fmt::format(" ({} chunks)", p.chunks) : "");
+  for (const auto& stage : p.stages) {
+    text += fmt::format(" {}×{} {} {}", stage.dp, stage.tp,
+                        plan::format_layers(stage.first_layer, stage.end_layer),
+                        model::to_string(stage.recompute));
+  }
+  return text;
+}
+
 struct Outcome {
   std::string label;
   double planned = 0;
@@ -87,7 +103,9 @@ struct Outcome {
 int main(int argc, char** argv) {
   double time_limit = 300;
   std::string filter;
+  bool show = false;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--show") == 0) show = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--time-limit") == 0) time_limit = std::atof(argv[i + 1]);
     if (std::strcmp(argv[i], "--filter") == 0) filter = argv[i + 1];
   }
@@ -134,6 +152,10 @@ int main(int argc, char** argv) {
       fmt::print("{:<30} {:<12} {:>9.1f}ms {:>9.1f}ms {:>7.2f}% {:>9} {:>8.1f}{}\n", instance.name,
                  shape.name, 1e3 * outcome.planned, 1e3 * outcome.best, 100 * outcome.gap,
                  judged.layouts, judged.seconds, judged.complete ? "" : " (incomplete)");
+      if (show && judged.best && outcome.gap > 1e-9) {
+        fmt::print("  planner:    {}\n  exhaustive: {}\n", layout(planned.best),
+                   layout(*judged.best));
+      }
       std::fflush(stdout);
       outcomes.push_back(outcome);
     }
