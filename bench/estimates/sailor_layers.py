@@ -233,7 +233,8 @@ def main():
                                           "measured_s": sum(theirs[kind]),
                                           "floor_s": flops / peak,
                                           "roofline_s": layer_seconds(ours[index]),
-                                          "ops_s": layer_seconds(by_ops[kind]) + tp_seconds})
+                                          "ops_s": layer_seconds(by_ops[kind]) + tp_seconds,
+                                          "tp_s": tp_seconds})
     for case in cases:
         # Faster than the layer's products at the GPU's peak: the row times something else
         # than the layer (GPT-Neo-2.7's "head" rows hold no logits product); left out.
