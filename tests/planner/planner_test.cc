@@ -175,6 +175,29 @@ TEST(Planner, NoValidGroupShapeSaysSoRatherThanBlamingMemory) {
   }
 }
 
+// A model whose weights, gradients and Adam state outweigh every GPU's memory together is
+// refused before any search, with the reason a search would have ended with; a model that
+// fits together is searched (the check never refuses what a plan could hold).
+TEST(Planner, ModelsBeyondTheWholeClustersMemoryAreRefusedAsASearchWouldBe) {
+  const auto cluster = cluster::load_cluster("a100-v100-t4");
+  const auto giant = model::load_model("gpt3-175b");
+  const cost::CostModel giant_costs(giant, cluster);
+  const PlanRequest asked = request("gpt3-175b", "a100-v100-t4", 64);
+  try {
+    make_plan(giant_costs, asked);
+    FAIL() << "a plan was found";
+  } catch (const InputError& error) {
+    const std::string message = error.expected();
+    EXPECT_EQ(message, infeasibility_reason(giant_costs, asked));
+    EXPECT_NE(message.find("that all 16 GPUs of a100-v100-t4 hold together"), std::string::npos)
+        << message;
+  }
+  // GPT-3 13B: its static state fits in what the 16 GPUs hold together: searched, planned.
+  const auto large = model::load_model("gpt3-13b");
+  const cost::CostModel large_costs(large, cluster);
+  EXPECT_TRUE(make_plan(large_costs, request("gpt3-13b", "a100-v100-t4", 64)).best.fits);
+}
+
 TEST(CandidateSearch, PruningNeverChangesTheBest) {
   // The probe, the bounds across micro-batch sizes and orders: the same best objective as
   // searching every order of every size to its end.

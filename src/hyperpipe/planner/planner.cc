@@ -6,6 +6,7 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "hyperpipe/common/error.h"
@@ -44,6 +45,68 @@ std::vector<int> shape_values(const cost::CostModel& costs, const std::vector<De
   return values;
 }
 
+// What the cluster's GPUs hold together for a plan's tensors, and the least and most each
+// keeps back whatever the plan: the margin, and its type's reserved_memory where the
+// cluster sets one, else its context and workspaces.
+struct ClusterMemory {
+  double usable = 0;
+  double least_reserved = std::numeric_limits<double>::infinity();
+  double most_reserved = 0;
+};
+
+ClusterMemory cluster_memory(const cost::CostModel& costs) {
+  const auto& cluster = costs.cluster();
+  ClusterMemory total;
+  for (int d = 0; d < static_cast<int>(cluster.devices().size()); ++d) {
+    const auto& type = cluster.device_type(d);
+    const auto overheads = costs.device_overheads(type);
+    const double memory = cluster.device_memory(d);
+    const double reserved = memory - costs.usable_memory(memory) +
+                            type.reserved_memory.value_or(overheads.context + overheads.workspace);
+    total.usable += memory - reserved;
+    total.most_reserved = std::max(total.most_reserved, reserved);
+    total.least_reserved = std::min(total.least_reserved, reserved);
+  }
+  return total;
+}
+
+std::string reserved_range(const cost::CostModel& costs) {
+  const ClusterMemory total = cluster_memory(costs);
+  return total.most_reserved == total.least_reserved
+             ? format_bytes(total.most_reserved)
+             : fmt::format("{} to {}", format_bytes(total.least_reserved),
+                           format_bytes(total.most_reserved));
+}
+
+// Why no plan can fit whatever its shape, if the model's weights, gradients and Adam state
+// alone outweigh what all GPUs hold together: every plan keeps each of them somewhere at
+// least once (tensor parallelism splits them, data parallelism copies them, a sharded
+// optimizer spreads the same bytes), so the search need not run.
+std::optional<std::string> total_memory_shortfall(const cost::CostModel& costs) {
+  const auto& model = costs.model();
+  const auto& cluster = costs.cluster();
+  const auto device = device_classes(cluster).front().devices.front();
+  const auto group = cost::make_device_group(cluster, {device}, 1, 1);
+  const auto whole = costs.stage_memory(0, model.num_layers(), group, 1, model.config().seq_len, 1,
+                                        model::Recompute::full);
+  const double static_bytes = whole.weights + whole.gradients + whole.optimizer;
+  const ClusterMemory total = cluster_memory(costs);
+  if (static_bytes <= total.usable) return std::nullopt;
+  return fmt::format(
+      "no plan fits: {} needs {} for weights, gradients and Adam state, more than the {} "
+      "that all {} GPUs of {} hold together ({} kept back on each)",
+      model.config().name, format_bytes(static_bytes), format_bytes(total.usable),
+      cluster.devices().size(), cluster.name(), reserved_range(costs));
+}
+
+// Throws the planner's refusal: why no plan fits, and the limits the request set.
+[[noreturn]] void throw_infeasible(const cost::CostModel& costs, const PlanRequest& request) {
+  std::string reason = infeasibility_reason(costs, request);
+  const std::string limits = request.space.limits_text();
+  if (!limits.empty()) reason += "; within the limits asked for (" + limits + ")";
+  throw InputError("--model " + request.batch.model, "--cluster " + request.batch.cluster, reason);
+}
+
 }  // namespace
 
 void restrict_to_framework(plan::Framework framework, PlanRequest& request) {
@@ -67,6 +130,8 @@ void restrict_to_framework(plan::Framework framework, PlanRequest& request) {
 }
 
 PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
+  // Refused at once (the same message as after a search) where no shape can fit.
+  if (total_memory_shortfall(costs)) throw_infeasible(costs, request);
   const auto classes = device_classes(costs.cluster());
   PlanResult result;
 
@@ -225,13 +290,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
         best = &scored;
     }
   }
-  if (!best) {
-    std::string reason = infeasibility_reason(costs, request);
-    const std::string limits = request.space.limits_text();
-    if (!limits.empty()) reason += "; within the limits asked for (" + limits + ")";
-    throw InputError("--model " + request.batch.model, "--cluster " + request.batch.cluster,
-                     reason);
-  }
+  if (!best) throw_infeasible(costs, request);
   result.best = *best;
   log().debug("planner: {} candidates, search {:.3f} s, replicas {:.3f} s", candidates.size(),
               result.search_seconds, result.replica_seconds);
@@ -274,6 +333,7 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
         kSubNodeGroupsUpToNodes, cls.node_size, cls.name, widest_tp, largest_micro_batch,
         request.batch.global_batch);
   }
+  if (auto short_of_memory = total_memory_shortfall(costs)) return *short_of_memory;
   const auto group = cost::make_device_group(cluster, {classes.front().devices.front()}, 1, 1);
   const auto whole = costs.stage_memory(0, model.num_layers(), group, 1, model.config().seq_len, 1,
                                         model::Recompute::full);
@@ -285,32 +345,7 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
     largest_layer = std::max(largest_layer, one.weights + one.gradients + one.optimizer);
   }
   const int devices = static_cast<int>(cluster.devices().size());
-  double total_memory = 0;
-  // What each GPU keeps back whatever the plan: the margin, and its type's reserved_memory
-  // where the cluster sets one, else its context and workspaces.
-  double most_reserved = 0;
-  double least_reserved = std::numeric_limits<double>::infinity();
-  for (int d = 0; d < devices; ++d) {
-    const auto& type = cluster.device_type(d);
-    const auto overheads = costs.device_overheads(type);
-    const double memory = cluster.device_memory(d);
-    const double reserved = memory - costs.usable_memory(memory) +
-                            type.reserved_memory.value_or(overheads.context + overheads.workspace);
-    total_memory += memory - reserved;
-    most_reserved = std::max(most_reserved, reserved);
-    least_reserved = std::min(least_reserved, reserved);
-  }
-  const std::string reserved_text =
-      most_reserved == least_reserved
-          ? format_bytes(most_reserved)
-          : fmt::format("{} to {}", format_bytes(least_reserved), format_bytes(most_reserved));
-  if (static_bytes > total_memory) {
-    return fmt::format(
-        "no plan fits: {} needs {} for weights, gradients and Adam state, more than the {} "
-        "that all {} GPUs of {} hold together ({} kept back on each)",
-        model.config().name, format_bytes(static_bytes), format_bytes(total_memory), devices,
-        cluster.name(), reserved_text);
-  }
+  const std::string reserved_text = reserved_range(costs);
   const int stages = std::min({model.num_layers(), devices, request.space.max_stages});
   const double split = static_cast<double>(stages) * widest_tp;
   // A sharded optimizer's state spreads over every device at best (dp the rest).
