@@ -62,6 +62,7 @@ class Engine {
       static_bytes_[s_.rank_of_stage(stage)] += in_.stages[stage].static_bytes;
     }
     for (int r = 0; r < s_.ranks; ++r) {
+      reserve_track(r);
       out_.timeline.tracks[r].static_bytes = static_bytes_[r];
       if (!in_.allocator_ratio.empty()) {
         out_.timeline.tracks[r].allocator_ratio = in_.allocator_ratio[r];
@@ -121,6 +122,21 @@ class Engine {
   }
 
   size_t cell(int stage, int mb) const { return static_cast<size_t>(stage) * m_ + mb; }
+
+  // Room for what rank r's track will record, known from its ops: the planner re-scores
+  // many long schedules, and growing these vectors op by op was a large share of its time.
+  void reserve_track(int r) {
+    size_t compute = 0, communication = 0;
+    for (const Op& op : s_.ops[r]) {
+      compute += schedule::is_compute(op.kind) ? 1 : 0;
+      communication += schedule::is_communication(op.kind) ? 1 : 0;
+    }
+    auto& track = out_.timeline.tracks[r];
+    track.ops.reserve(s_.ops[r].size());
+    track.compute.reserve(compute);
+    track.communication.reserve(communication);
+    track.memory.reserve(compute + 1);
+  }
 
   // Rank r is done with `op` (its list's next): on to the one after, and on its track.
   void ran(int r, const Op& op) {
