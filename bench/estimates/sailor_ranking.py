@@ -117,8 +117,7 @@ def simulated(hyperpipe, plan_file, profiles, head_estimated):
         if head_estimated and ((holds_head and stage["source"] == "profile+estimate") or
                                (only_head and stage["source"] == "estimate")):
             continue  # GPT-Neo-2.7's head, estimated on both sides by design
-        estimated = estimated or not stage["source"].startswith("profile")
-        estimated = estimated or stage["source"] == "profile+estimate"
+        estimated = estimated or stage["source"] not in ("profile", "profile (interpolated)")
     return report["iteration_time_s"], estimated
 
 

@@ -11,7 +11,6 @@ namespace {
 constexpr double kCrossEntropyPasses = 4;
 constexpr int kCrossEntropyKernels = 4;
 // Megatron's fused scale-mask-softmax: 16-bit scores, keys in (16, 4096].
-constexpr double kFp32Bytes = 4;
 constexpr int64_t kFusedSoftmaxMinKeys = 16;
 constexpr int64_t kFusedSoftmaxMaxKeys = 4096;
 constexpr int kUnfusedSoftmaxKernels = 3;  // scale, masked_fill, softmax
@@ -98,7 +97,7 @@ class OpList {
     // fusions/fused_softmax.py, is_kernel_available), else PyTorch scales, masks and
     // softmaxes them in three kernels, and their gradients in three more.
     const bool fused_softmax =
-        e_ < kFp32Bytes && s > kFusedSoftmaxMinKeys && s <= kFusedSoftmaxMaxKeys;
+        c_.dtype != DType::fp32 && s > kFusedSoftmaxMinKeys && s <= kFusedSoftmaxMaxKeys;
     const int softmax_kernels = fused_softmax ? 1 : kUnfusedSoftmaxKernels;
     product("attention scores", Pass::forward, batch, s, s, d);
     memory("softmax", Pass::forward, 2 * softmax_kernels * scores * e_, softmax_kernels);
