@@ -653,6 +653,19 @@ TEST(Cli, PlanJsonAndExplain) {
   EXPECT_EQ(doc["peers"][0]["name"], "sailor");
   EXPECT_EQ(doc["peers"][2]["plan"]["format"], "hyperpipe.plan/1");
   EXPECT_GT(doc["search_seconds"].get<double>(), 0);
+  // Where the time went, phase by phase: --explain adds the peers' spaces.
+  std::vector<std::string> phases;
+  int64_t simulations = 0;
+  for (const auto& phase : doc["phases"]) {
+    phases.push_back(phase["name"].get<std::string>());
+    simulations += phase["simulations"].get<int64_t>();
+    EXPECT_GE(phase["seconds"].get<double>(), 0) << phases.back();
+  }
+  EXPECT_EQ(phases, (std::vector<std::string>{"search", "first pass", "schedules and refinement",
+                                              "replicas", "baselines", "peers' spaces"}));
+  EXPECT_GT(doc["phases"][1]["simulations"].get<int64_t>(), 0);
+  EXPECT_GT(doc["phases"][1]["simulated_ops"].get<int64_t>(), 0);
+  EXPECT_GT(simulations, doc["phases"][1]["simulations"].get<int64_t>());
   EXPECT_GT(doc["report"]["iteration_time_s"].get<double>(), 0);
   EXPECT_GT(doc["ideal_iteration_s"].get<double>(), 0);
   EXPECT_LE(doc["ideal_iteration_s"].get<double>(),

@@ -22,6 +22,35 @@ PlanRequest request(const std::string& model, const std::string& cluster, int64_
   return r;
 }
 
+// Each phase counts what it simulated, and together they count every plan make_plan
+// simulated on this thread.
+TEST(Planner, ReportsWhereItsTimeWent) {
+  const auto model = model::load_model("gpt3-1.3b");
+  const auto cluster = cluster::load_cluster("a100-v100-t4");
+  const cost::CostModel costs(model, cluster);
+  const SimulationTally before = simulation_tally();
+  const PlanResult result = make_plan(costs, request("gpt3-1.3b", "a100-v100-t4", 32));
+  const SimulationTally after = simulation_tally();
+  std::vector<std::string> names;
+  int64_t simulations = 0, ops = 0;
+  double seconds = 0;
+  for (const auto& phase : result.phases) {
+    names.push_back(phase.name);
+    simulations += phase.simulations;
+    ops += phase.simulated_ops;
+    seconds += phase.seconds;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"search", "first pass", "schedules and refinement",
+                                             "replicas", "baselines"}));
+  EXPECT_EQ(simulations, after.simulations - before.simulations);
+  EXPECT_EQ(ops, after.simulated_ops - before.simulated_ops);
+  EXPECT_EQ(result.phases[0].simulations, 0);  // the search costs without simulating
+  EXPECT_GT(result.phases[1].simulations, 0);
+  EXPECT_GT(result.phases[4].simulations, 0);
+  EXPECT_GE(seconds, result.search_seconds);
+  EXPECT_DOUBLE_EQ(result.replica_seconds, result.phases[3].seconds);
+}
+
 // Planned for another framework: only plans it can express, simulated as it runs them.
 TEST(Planner, PlansForAnotherFrameworkStayWithinWhatItExpresses) {
   // Megatron-LM's space found a plan 0.45% faster than the whole space's on this problem

@@ -115,6 +115,55 @@ TEST(PlanSimulation, ExamplePlanRuns) {
   EXPECT_GT(result.output.ranks[1].comm_wait, 0.0);
 }
 
+// The planner scores candidates without their timelines: the same figures, the tracks
+// named, nothing recorded on them. Interleaved over the islands' link, so that transfers
+// queue, with the all-reduce beside the backward.
+TEST(PlanSimulation, WithoutTheTimelineTheFiguresAreTheSame) {
+  const auto model = model::load_model("gpt3-1.3b");
+  const auto cluster = cluster::load_cluster("a100-v100-t4");
+  const cost::CostModel costs(model, cluster);
+  plan::Plan plan;
+  plan.model = "gpt3-1.3b";
+  plan.cluster = "a100-v100-t4";
+  plan.micro_batch_size = 2;
+  plan.micro_batches = 12;
+  plan.schedule = schedule::ScheduleKind::interleaved;
+  plan.chunks = 2;
+  plan.overlap_allreduce = true;
+  plan.stages = {{0, 7, {0, 1}, 2, 1, model::Recompute::none},
+                 {7, 13, {4, 5}, 2, 1, model::Recompute::selective},
+                 {13, 20, {0, 1}, 2, 1, model::Recompute::none},
+                 {20, 26, {4, 5}, 2, 1, model::Recompute::selective}};
+  plan::check_plan(plan, model, cluster, "test");
+  const PlanSimulation drawn = simulate_plan(costs, plan);
+  SimOptions figures_only;
+  figures_only.timeline = false;
+  const PlanSimulation bare = simulate_plan(costs, plan, figures_only);
+  EXPECT_EQ(bare.output.iteration_time, drawn.output.iteration_time);
+  EXPECT_EQ(bare.output.simulated_ops, drawn.output.simulated_ops);
+  ASSERT_EQ(bare.output.ranks.size(), 2u);
+  for (size_t r = 0; r < 2; ++r) {
+    const auto& got = bare.output.ranks[r];
+    const auto& want = drawn.output.ranks[r];
+    EXPECT_EQ(got.busy, want.busy) << r;
+    EXPECT_EQ(got.comm_wait, want.comm_wait) << r;
+    EXPECT_EQ(got.bubble, want.bubble) << r;
+    EXPECT_EQ(got.allreduce, want.allreduce) << r;
+    EXPECT_EQ(got.end, want.end) << r;
+    EXPECT_EQ(got.peak_memory_bytes, want.peak_memory_bytes) << r;
+    EXPECT_EQ(got.peak_in_flight, want.peak_in_flight) << r;
+    const auto& track = bare.output.timeline.tracks[r];
+    EXPECT_EQ(track.name, drawn.output.timeline.tracks[r].name);
+    EXPECT_EQ(track.devices, drawn.output.timeline.tracks[r].devices);
+    EXPECT_TRUE(track.ops.empty() && track.compute.empty() && track.communication.empty() &&
+                track.memory.empty())
+        << r;
+    EXPECT_FALSE(drawn.output.timeline.tracks[r].compute.empty()) << r;
+    EXPECT_FALSE(drawn.output.timeline.tracks[r].communication.empty()) << r;
+  }
+  EXPECT_GT(drawn.output.ranks[1].comm_wait, 0.0);  // transfers mattered
+}
+
 // gpt3-1.3b over two pipelines of a100x8: pipeline 0 on devices 0-1, pipeline 1 on
 // 2-3, cut after `cut0` and `cut1` layers, with 8 and `micro_batches1` micro-batches.
 plan::Plan two_pipelines(int cut0, int cut1, int micro_batches1) {

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -223,7 +224,33 @@ void print_ideal(const planner::PlanResult& result, std::ostream& out) {
   out << ".\n";
 }
 
+// Where the planner's time went, phase by phase.
+void print_phases(const planner::PlanResult& result, std::ostream& out) {
+  double total = 0;
+  for (const auto& phase : result.phases) total += phase.seconds;
+  out << fmt::format("\n  Planning took {} (this sharding of the optimizer):\n",
+                     format_duration(total));
+  Table table({"Phase", ">Time", ">Simulated plans", ">Simulated ops"});
+  for (const auto& phase : result.phases) {
+    table.add_row({phase.name, format_duration(phase.seconds), std::to_string(phase.simulations),
+                   format_count(static_cast<double>(phase.simulated_ops))});
+  }
+  table.print(out, "    ");
+}
+
+json phases_json(const planner::PlanResult& result) {
+  json phases = json::array();
+  for (const auto& phase : result.phases) {
+    phases.push_back({{"name", phase.name},
+                      {"seconds", phase.seconds},
+                      {"simulations", phase.simulations},
+                      {"simulated_ops", phase.simulated_ops}});
+  }
+  return phases;
+}
+
 void print_explanation(const planner::PlanResult& result, std::ostream& out) {
+  print_phases(result, out);
   print_peers(result, out);
   print_ideal(result, out);
   out << fmt::format(
@@ -354,13 +381,18 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
     }
     return found;
   };
-  // Each sharding asked for; the faster plan where both are (the first where they tie),
+  // Each sharding asked for, side by side (each search has its own cost model; the two
+  // share nothing they change); the faster plan where both are (the first where they tie),
   // the one that fits where only one does.
+  std::vector<std::future<Searched>> searches;
+  for (const bool sharded : shardings) {
+    searches.push_back(std::async(std::launch::async, search, sharded));
+  }
   std::optional<Searched> best;
   std::optional<InputError> nothing_fits;
-  for (const bool sharded : shardings) {
+  for (auto& searching : searches) {
     try {
-      Searched found = search(sharded);
+      Searched found = searching.get();
       if (!best || found.chosen.iteration_time() < best->chosen.iteration_time()) {
         best = std::move(found);
       }
@@ -399,6 +431,7 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
       doc["per_order"] = orders;
       doc["search_seconds"] = result->search_seconds;
       doc["replica_seconds"] = result->replica_seconds;
+      doc["phases"] = phases_json(*result);
     }
     out << doc.dump(2) << '\n';
     return;

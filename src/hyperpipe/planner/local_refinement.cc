@@ -150,8 +150,10 @@ class Refinement {
       if (!recompute) return;
       moved.stages[s].recompute = *recompute;
     }
-    ScoredPlan scored = score_plan(costs_, std::move(moved), current_.label);
+    // A neighbour that cannot beat it is not simulated (iteration_lower_bound).
     const double to_beat = best_ ? best_->iteration_time() : current_.iteration_time();
+    if (iteration_lower_bound(costs_, moved) >= to_beat) return;
+    ScoredPlan scored = score_plan(costs_, std::move(moved), current_.label);
     if (!scored.fits || scored.iteration_time() >= to_beat) return;
     scored.estimate = current_.estimate;
     best_ = std::move(scored);

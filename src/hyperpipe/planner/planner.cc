@@ -99,6 +99,29 @@ std::optional<std::string> total_memory_shortfall(const cost::CostModel& costs) 
       cluster.devices().size(), cluster.name(), reserved_range(costs));
 }
 
+// Closes make_plan's phases one after another into `phases`: each one's time and what it
+// simulated.
+class PhaseClock {
+ public:
+  explicit PhaseClock(std::vector<PlanPhase>& phases)
+      : phases_(phases), start_(std::chrono::steady_clock::now()), tally_(simulation_tally()) {}
+
+  void close(std::string name) {
+    const auto now = std::chrono::steady_clock::now();
+    const SimulationTally& tally = simulation_tally();
+    phases_.push_back({std::move(name), std::chrono::duration<double>(now - start_).count(),
+                       tally.simulations - tally_.simulations,
+                       tally.simulated_ops - tally_.simulated_ops});
+    start_ = now;
+    tally_ = tally;
+  }
+
+ private:
+  std::vector<PlanPhase>& phases_;
+  std::chrono::steady_clock::time_point start_;
+  SimulationTally tally_;
+};
+
 // Throws the planner's refusal: why no plan fits, and the limits the request set.
 [[noreturn]] void throw_infeasible(const cost::CostModel& costs, const PlanRequest& request) {
   std::string reason = infeasibility_reason(costs, request);
@@ -134,6 +157,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   if (total_memory_shortfall(costs)) throw_infeasible(costs, request);
   const auto classes = device_classes(costs.cluster());
   PlanResult result;
+  PhaseClock clock(result.phases);
 
   // 1. The search, for every micro-batch size (and, for one dp or tp on every stage, every
   // dp and tp).
@@ -157,6 +181,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
       result.search_seconds += searches.back().seconds;
     }
   }
+  clock.close("search");
   struct Found {
     const Candidate* candidate;
     const CandidateSearch* search;
@@ -218,6 +243,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
                 scored.iteration_time(), scored.fits ? "" : " (does not fit)");
     first_pass.push_back({std::move(scored), first_of_order});
   }
+  clock.close("first pass");
   std::vector<size_t> by_time(first_pass.size());
   for (size_t i = 0; i < by_time.size(); ++i) by_time[i] = i;
   std::stable_sort(by_time.begin(), by_time.end(), [&](size_t a, size_t b) {
@@ -253,16 +279,16 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     }
   }
 
+  clock.close("schedules and refinement");
   // 3. Pipelines of different composition side by side, each with its share of the batch.
   if (request.replicas && !request.space.same_dp && !request.space.same_tp &&
       !request.space.micro_batch) {
-    const auto start = std::chrono::steady_clock::now();
     for (auto& scored : search_replicas(costs, classes, {request.batch, request.space})) {
       result.per_order.push_back(scored);
       searched.push_back(std::move(scored));
     }
-    result.replica_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    clock.close("replicas");
+    result.replica_seconds = result.phases.back().seconds;
   }
 
   // 4. The baselines, scored the same way.
@@ -272,6 +298,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     }
   }
 
+  clock.close("baselines");
   result.ideal_iteration = ideal_iteration(costs, request.batch);
   if (request.peers) {
     for (PeerSpace space : peer_spaces()) {
@@ -279,6 +306,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
         result.peers.push_back(std::move(*peer));
       }
     }
+    clock.close("peers' spaces");
   }
 
   // The fastest plan that fits, searched or not: the search's estimate is coarser than

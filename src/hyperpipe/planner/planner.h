@@ -37,6 +37,14 @@ struct PlanRequest {
   bool peers = false;
 };
 
+// Where a make_plan call spent its time: one phase of it, and how much it simulated.
+struct PlanPhase {
+  std::string name;  // "search", "first pass", "schedules and refinement", …
+  double seconds = 0;
+  int64_t simulations = 0;    // plans simulated
+  int64_t simulated_ops = 0;  // schedule ops the simulator ran for them
+};
+
 struct PlanResult {
   ScoredPlan best;
   // The best searched plan of each class order (every order when every_order was asked,
@@ -47,8 +55,9 @@ struct PlanResult {
   std::vector<ScoredPlan> peers;  // with request.peers: sailor, metis, amp where they have one
   // No plan beats it: the iteration's compute spread over every device (ideal_iteration.h).
   double ideal_iteration = 0;
-  double search_seconds = 0;   // the stage-construction search alone
-  double replica_seconds = 0;  // the search over pipelines of different composition
+  double search_seconds = 0;      // the stage-construction search alone
+  double replica_seconds = 0;     // the search over pipelines of different composition
+  std::vector<PlanPhase> phases;  // in the order they ran
 };
 
 // Plans only `framework` can express (plan/framework.h: its schedules among those the

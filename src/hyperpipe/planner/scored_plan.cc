@@ -36,19 +36,31 @@ void recompute_alike(plan::Plan& plan) {
   }
 }
 
+// Per thread, so that plans searched side by side count apart.
+thread_local SimulationTally tally;
+
 }  // namespace
+
+const SimulationTally& simulation_tally() {
+  return tally;
+}
 
 ScoredPlan score_plan(const cost::CostModel& costs, plan::Plan plan, std::string label) {
   if (plan::traits(plan.runtime).uniform_recompute) recompute_alike(plan);
   ScoredPlan scored;
   scored.label = std::move(label);
-  scored.simulation = sim::simulate_plan(costs, plan);
+  // Candidates are compared by their figures; none of them is drawn.
+  sim::SimOptions options;
+  options.timeline = false;
+  scored.simulation = sim::simulate_plan(costs, plan, options);
   scored.plan = std::move(plan);
   scored.fits = true;
   const auto& ranks = scored.simulation.output.ranks;
   for (size_t r = 0; r < ranks.size(); ++r) {
     scored.fits = scored.fits && ranks[r].peak_memory_bytes <= scored.simulation.memory_limit[r];
   }
+  ++tally.simulations;
+  tally.simulated_ops += static_cast<int64_t>(scored.simulation.output.simulated_ops);
   return scored;
 }
 
@@ -195,7 +207,10 @@ std::optional<ScoredPlan> best_schedule(const cost::CostModel& costs, const plan
     for (auto& variant : schedule_variants(current, p, space)) {
       plan::Plan candidate = current.plan;
       candidate.pipeline(p) = std::move(variant);
-      if (std::isfinite(skip_from) && iteration_lower_bound(costs, candidate) >= skip_from) {
+      // Nor is a variant simulated that cannot beat the fastest that fits so far.
+      const double to_beat =
+          best && best->fits ? std::min(skip_from, best->iteration_time()) : skip_from;
+      if (std::isfinite(to_beat) && iteration_lower_bound(costs, candidate) >= to_beat) {
         continue;
       }
       for (bool overlap : {false, true}) {

@@ -37,6 +37,16 @@ struct ScoredPlan {
 // simulating it fits in memory.
 bool simulatable(const plan::Plan& plan);
 
+// What the calling thread has simulated through score_plan so far: the planner reports
+// it per phase (PlanPhase).
+struct SimulationTally {
+  int64_t simulations = 0;
+  int64_t simulated_ops = 0;
+};
+const SimulationTally& simulation_tally();
+
+// The plan simulated for its figures: its tracks are named but hold no timeline (a
+// caller that draws one simulates the plan itself).
 ScoredPlan score_plan(const cost::CostModel& costs, plan::Plan plan, std::string label);
 
 // Pipeline p of a plan scored under 1F1B, under each schedule of the space that keeps each

@@ -225,6 +225,7 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
                           slowest_pair_link(cluster, groups.front(), groups.back()));
   input.global_norm = global_norm_time(costs, plan);
   input.p2p = options.p2p.value_or(plan::blocks_on_p2p(plan) ? P2pMode::blocking : P2pMode::async);
+  input.record_timeline = options.timeline;
   return input;
 }
 

@@ -21,6 +21,9 @@ struct SimOptions {
   // the plan's `runtime` does (plan/framework.h: ours posts them asynchronously,
   // DeepSpeed's and Megatron-LM's 1F1B block).
   std::optional<P2pMode> p2p;
+  // Whether the tracks get their timeline (ops, intervals, memory over time) or only their
+  // names and devices: SimInput::record_timeline.
+  bool timeline = true;
 };
 
 struct StageReport {

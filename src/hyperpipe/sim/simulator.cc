@@ -62,12 +62,12 @@ class Engine {
       static_bytes_[s_.rank_of_stage(stage)] += in_.stages[stage].static_bytes;
     }
     for (int r = 0; r < s_.ranks; ++r) {
-      reserve_track(r);
+      if (in_.record_timeline) reserve_track(r);
       out_.timeline.tracks[r].static_bytes = static_bytes_[r];
       if (!in_.allocator_ratio.empty()) {
         out_.timeline.tracks[r].allocator_ratio = in_.allocator_ratio[r];
       }
-      out_.timeline.tracks[r].memory.push_back({0.0, held(r, 0.0)});
+      record_memory(r, 0.0, 0.0);
     }
   }
 
@@ -140,8 +140,25 @@ class Engine {
 
   // Rank r is done with `op` (its list's next): on to the one after, and on its track.
   void ran(int r, const Op& op) {
-    out_.timeline.tracks[r].ops.push_back(to_string(op, /*show_chunk=*/true));
+    if (in_.record_timeline) {
+      out_.timeline.tracks[r].ops.push_back(to_string(op, /*show_chunk=*/true));
+    }
     ++cursor_[r];
+  }
+
+  // On rank r's track: an interval of compute or communication (callers ask
+  // in_.record_timeline first, so that without it no label is built), and what the device
+  // holds from `time` on.
+  void record_compute(int r, trace::Interval interval) {
+    out_.timeline.tracks[r].compute.push_back(std::move(interval));
+  }
+  void record_communication(int r, trace::Interval interval) {
+    out_.timeline.tracks[r].communication.push_back(std::move(interval));
+  }
+  void record_memory(int r, double time, double activations) {
+    if (in_.record_timeline) {
+      out_.timeline.tracks[r].memory.push_back({time, held(r, activations)});
+    }
   }
 
   void advance(int r) {
@@ -285,8 +302,10 @@ class Engine {
     if (cost.link >= 0) link_free_[cost.link] = released;
     message.arrival = released + cost.latency;
     message.pending_send = nullptr;
-    out_.timeline.tracks[r].communication.push_back(
-        {forward ? "send F" : "send B", stage, op.micro_batch, op.chunk, start, message.arrival});
+    if (in_.record_timeline) {
+      record_communication(r, {forward ? "send F" : "send B", stage, op.micro_batch, op.chunk,
+                               start, message.arrival});
+    }
     if (waiting_[target]) {
       events_.push({blocking ? message.arrival : std::max(message.sent, message.posted), target});
     }
@@ -322,28 +341,29 @@ class Engine {
     stats.compute_end = end;
     input_ready_[r] = 0;
     input_sent_[r] = 0;
-    auto& track = out_.timeline.tracks[r];
-    track.compute.push_back(
-        {std::string(schedule::letter(op.kind)), stage, op.micro_batch, op.chunk, start, end});
+    if (in_.record_timeline) {
+      record_compute(
+          r, {std::string(schedule::letter(op.kind)), stage, op.micro_batch, op.chunk, start, end});
+    }
     if (op.kind == OpKind::forward) {
       in_use_[r] += cost.activation_bytes;
       stats.peak_in_flight = std::max(stats.peak_in_flight, ++in_flight_[r]);
       stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, in_use_[r]);
-      track.memory.push_back({start, held(r, in_use_[r])});
+      record_memory(r, start, in_use_[r]);
     } else if (op.kind == OpKind::backward_input) {
       // B frees what only it needed; W's inputs stay until W (with recomputation they may
       // exceed what F kept).
       in_use_[r] += cost.weight_gradient_bytes - cost.activation_bytes;
       --in_flight_[r];
       stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, in_use_[r]);
-      track.memory.push_back({end, held(r, in_use_[r])});
+      record_memory(r, end, in_use_[r]);
     } else if (op.kind == OpKind::backward_weight) {
       in_use_[r] -= cost.weight_gradient_bytes;
-      track.memory.push_back({end, held(r, in_use_[r])});
+      record_memory(r, end, in_use_[r]);
     } else {
       in_use_[r] -= cost.activation_bytes;
       --in_flight_[r];
-      track.memory.push_back({end, held(r, in_use_[r])});
+      record_memory(r, end, in_use_[r]);
     }
     return Next::at_compute_free;
   }
@@ -355,10 +375,9 @@ class Engine {
     const double seconds = in_.stages[stage].allreduce;
     const double start = std::max(compute_free_[r], reduce_free_[r]);
     reduce_free_[r] = start + seconds;
-    if (seconds > 0) {
-      out_.timeline.tracks[r].communication.push_back(
-          {std::string(schedule::timeline_label(op.kind)), stage, -1, op.chunk, start,
-           reduce_free_[r]});
+    if (seconds > 0 && in_.record_timeline) {
+      record_communication(r, {std::string(schedule::timeline_label(op.kind)), stage, -1, op.chunk,
+                               start, reduce_free_[r]});
     }
     return Next::op;
   }
@@ -404,8 +423,10 @@ class Engine {
       // every collective it runs; a bucket of dp 1 is neither run nor drawn. Drawn from the
       // rank's arrival, as the runtime measures a collective from its call: the wait for the
       // others is part of it on both timelines.
-      out_.timeline.tracks[other].communication.push_back(
-          {std::string(schedule::timeline_label(op.kind)), -1, -1, 0, arrived_[other], end});
+      if (in_.record_timeline) {
+        record_communication(other, {std::string(schedule::timeline_label(op.kind)), -1, -1, 0,
+                                     arrived_[other], end});
+      }
       compute_free_[other] = end;
       arrived_[other] = kUnknown;
       if (other != r) {
@@ -422,10 +443,9 @@ class Engine {
     for (int c = 0; c < s_.chunks; ++c) seconds += in_.stages[s_.stage_of(r, c)].optimizer;
     compute_free_[r] = start + seconds;
     out_.ranks[r].optimizer = seconds;
-    if (seconds > 0) {
-      out_.timeline.tracks[r].compute.push_back(
-          {std::string(schedule::timeline_label(OpKind::optimizer_step)), -1, -1, 0, start,
-           compute_free_[r]});
+    if (seconds > 0 && in_.record_timeline) {
+      record_compute(r, {std::string(schedule::timeline_label(OpKind::optimizer_step)), -1, -1, 0,
+                         start, compute_free_[r]});
     }
     return Next::op;
   }

@@ -40,7 +40,9 @@ struct RankStats {
 struct SimOutput {
   double iteration_time = 0;
   std::vector<RankStats> ranks;
-  trace::Timeline timeline;  // one track per rank; names left for the caller
+  // One track per rank, names left for the caller; without SimInput::record_timeline its
+  // ops, intervals and memory points stay empty.
+  trace::Timeline timeline;
   size_t simulated_ops = 0;
 };
 
