@@ -25,6 +25,8 @@ struct StagePlan {
   int dp = 1;
   int tp = 1;
   model::Recompute recompute = model::Recompute::none;
+
+  bool operator==(const StagePlan&) const = default;
 };
 
 // One pipeline: the whole model cut into stages over its own devices, running its share
@@ -40,6 +42,8 @@ struct Pipeline {
 
   int ranks() const { return static_cast<int>(stages.size()) / chunks; }
   int64_t samples() const { return micro_batch_size * micro_batches; }
+
+  bool operator==(const Pipeline&) const = default;
 };
 
 // A plan is its first pipeline plus, for outer data parallelism over device groups of
@@ -79,6 +83,8 @@ struct Plan : Pipeline {
     for (const auto& replica : replicas) total += replica.samples();
     return total;
   }
+
+  bool operator==(const Plan&) const = default;
 };
 
 // Reads a plan document (JSON or YAML); checks its own consistency: formats, sizes,

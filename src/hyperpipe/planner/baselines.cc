@@ -98,10 +98,14 @@ std::optional<ScoredPlan> best_baseline(const cost::CostModel& costs, const Batc
               {s == 0 ? 0 : ends[s - 1], ends[s], groups[s], group_size, 1, recompute});
         }
         if (!simulatable(plan)) continue;
-        // More recomputation only costs time: once the lower bound cannot beat the fastest
-        // that fits, neither can the layouts that recompute more.
-        if (best && best->fits && iteration_lower_bound(costs, plan) >= best->iteration_time()) {
-          break;
+        if (best) {
+          // More recomputation only costs time: once the lower bound cannot beat the
+          // fastest that fits, neither can the layouts that recompute more.
+          const bool cannot_be_faster =
+              iteration_lower_bound(costs, plan) >= best->iteration_time();
+          if (best->fits && cannot_be_faster) break;
+          // One that overflows wins only where nothing fits yet and it is faster.
+          if ((best->fits || cannot_be_faster) && cannot_fit(costs, plan)) continue;
         }
         ScoredPlan scored = score_plan(costs, plan, std::string(to_string(baseline)));
         const bool fits = scored.fits;

@@ -150,9 +150,10 @@ class Refinement {
       if (!recompute) return;
       moved.stages[s].recompute = *recompute;
     }
-    // A neighbour that cannot beat it is not simulated (iteration_lower_bound).
+    // A neighbour that cannot beat it (iteration_lower_bound) or cannot fit is not
+    // simulated.
     const double to_beat = best_ ? best_->iteration_time() : current_.iteration_time();
-    if (iteration_lower_bound(costs_, moved) >= to_beat) return;
+    if (iteration_lower_bound(costs_, moved) >= to_beat || cannot_fit(costs_, moved)) return;
     ScoredPlan scored = score_plan(costs_, std::move(moved), current_.label);
     if (!scored.fits || scored.iteration_time() >= to_beat) return;
     scored.estimate = current_.estimate;

@@ -166,8 +166,12 @@ class PeerSearch {
       plan.stages[s].recompute = least_recompute(costs_, plan, s).value_or(model::Recompute::full);
     }
     if (!simulatable(plan)) return;
-    if (best_ && best_->fits && iteration_lower_bound(costs_, plan) >= best_->iteration_time()) {
-      return;
+    if (best_) {
+      // Too slow by its lower bound to beat the fastest that fits, or too large to fit
+      // where it could win only by fitting: not simulated.
+      const bool cannot_be_faster = iteration_lower_bound(costs_, plan) >= best_->iteration_time();
+      if (best_->fits && cannot_be_faster) return;
+      if ((best_->fits || cannot_be_faster) && cannot_fit(costs_, plan)) return;
     }
     ScoredPlan scored = score_plan(costs_, std::move(plan), std::string(to_string(space_)));
     if (!best_ || preferred(scored, *best_)) best_ = std::move(scored);

@@ -273,9 +273,13 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     const auto scheduled = schedule_and_keep(first);
     if (scheduled && first_of_order) result.per_order.push_back(*scheduled);
     if (!fastest) continue;
-    schedule_and_keep(refine(costs, first, request.space));
+    // Where refinement moves nothing, or the schedule kept the plan as it was, the same
+    // plan would be scheduled or refined twice: once is enough.
+    const ScoredPlan refined = refine(costs, first, request.space);
+    if (!(refined.plan == first.plan)) schedule_and_keep(refined);
     if (scheduled) {
-      searched.push_back(refine(costs, *scheduled, request.space));
+      searched.push_back(scheduled->plan == first.plan ? refined
+                                                       : refine(costs, *scheduled, request.space));
     }
   }
 

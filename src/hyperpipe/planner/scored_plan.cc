@@ -41,6 +41,11 @@ thread_local SimulationTally tally;
 
 }  // namespace
 
+bool cannot_fit(const cost::CostModel& costs, plan::Plan plan) {
+  if (plan::traits(plan.runtime).uniform_recompute) recompute_alike(plan);
+  return sim::overflows_before_any_backward(costs, plan);
+}
+
 const SimulationTally& simulation_tally() {
   return tally;
 }
@@ -152,7 +157,7 @@ double iteration_lower_bound(const cost::CostModel& costs, const plan::Plan& pla
   for (int p = 0; p < plan.pipeline_count(); ++p) {
     const auto& pipeline = plan.pipeline(p);
     const int ranks = pipeline.ranks();
-    std::vector<double> compute(ranks, 0.0), optimizer(ranks, 0.0);
+    std::vector<double> compute(ranks, 0.0), optimizer(ranks, 0.0), backward(ranks, 0.0);
     std::vector<double> allreduce(ranks, std::numeric_limits<double>::infinity());
     std::vector<double> first_forward(ranks, 0.0);
     std::vector<cost::DeviceGroup> groups;
@@ -164,24 +169,39 @@ double iteration_lower_bound(const cost::CostModel& costs, const plan::Plan& pla
       const auto time = costs.range_time(stage.first_layer, stage.end_layer, group,
                                          pipeline.micro_batch_size, seq, stage.recompute);
       compute[r] += time.total();
-      if (s < ranks) first_forward[r] = time.forward;
+      if (s < ranks) {
+        first_forward[r] = time.forward;
+        backward[r] = time.backward();
+      }
       optimizer[r] += costs.optimizer_time(stage.first_layer, stage.end_layer, group);
       allreduce[r] = std::min(
           allreduce[r], costs.gradient_allreduce_time(stage.first_layer, stage.end_layer, group));
     }
+    // The activation (gradient) of one micro-batch from rank r to r + 1 (back).
+    const auto transfer = [&](int r, bool forward) {
+      const auto& from = forward ? groups[r] : groups[r + 1];
+      const auto& to = forward ? groups[r + 1] : groups[r];
+      return costs
+          .cut_transfer(pipeline.stages[r].end_layer - 1, pipeline.micro_batch_size, seq, from, to,
+                        sim::slowest_pair_link(costs.cluster(), from, to))
+          .seconds;
+    };
+    // Where each rank's last op is the whole backward of the last micro-batch (GPipe, 1F1B
+    // and its link-aware form; not ZB-H1's deferred weight gradients, nor interleaved
+    // chunks), its gradient then runs back through every rank before it, one backward
+    // each, before rank 0 can reduce and step.
+    const bool drains = pipeline.chunks == 1 && pipeline.schedule != schedule::ScheduleKind::zb_h1;
     // Micro-batch 0 reaches rank r + 1 after rank r's first forward and its transfer.
     double start = 0;
+    double drain = 0;  // rank r's last backward to rank 0's
     for (int r = 0; r < ranks; ++r) {
-      bound = std::max(bound,
-                       start + pipeline.micro_batches * compute[r] + allreduce[r] + optimizer[r]);
+      const double last_compute = start + pipeline.micro_batches * compute[r];
+      bound = std::max(bound, last_compute + allreduce[r] + optimizer[r]);
+      if (drains) bound = std::max(bound, last_compute + drain + allreduce[0] + optimizer[0]);
       start += first_forward[r];
       if (r + 1 < ranks) {
-        start +=
-            costs
-                .cut_transfer(pipeline.stages[r].end_layer - 1, pipeline.micro_batch_size, seq,
-                              groups[r], groups[r + 1],
-                              sim::slowest_pair_link(costs.cluster(), groups[r], groups[r + 1]))
-                .seconds;
+        start += transfer(r, true);
+        if (drains) drain += transfer(r, false) + backward[r];
       }
     }
   }
@@ -200,6 +220,12 @@ std::optional<ScoredPlan> best_schedule(const cost::CostModel& costs, const plan
     pipeline.warmup.clear();
   }
   ScoredPlan current = score_plan(costs, std::move(start), label);
+  // Where no stage has data-parallel ranks there is nothing to all-reduce, and where the
+  // all-reduce runs cannot matter.
+  bool reduces = false;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    for (const auto& stage : plan.pipeline(p).stages) reduces = reduces || stage.dp > 1;
+  }
   // Each pipeline's schedule in turn, the others fixed, each with the all-reduce after the
   // last op and beside the backward left (the runtime runs either as planned).
   for (int p = 0; p < plan.pipeline_count(); ++p) {
@@ -207,17 +233,25 @@ std::optional<ScoredPlan> best_schedule(const cost::CostModel& costs, const plan
     for (auto& variant : schedule_variants(current, p, space)) {
       plan::Plan candidate = current.plan;
       candidate.pipeline(p) = std::move(variant);
-      // Nor is a variant simulated that cannot beat the fastest that fits so far.
+      // Nor is a variant simulated that cannot beat the fastest that fits so far by its
+      // lower bound, nor one too large to fit where it could win only by fitting.
+      const double bound = iteration_lower_bound(costs, candidate);
       const double to_beat =
           best && best->fits ? std::min(skip_from, best->iteration_time()) : skip_from;
-      if (std::isfinite(to_beat) && iteration_lower_bound(costs, candidate) >= to_beat) {
+      if (bound >= to_beat) continue;
+      if (best && (best->fits || bound >= best->iteration_time()) && cannot_fit(costs, candidate)) {
         continue;
       }
       for (bool overlap : {false, true}) {
-        if (overlap && !plan::traits(candidate.runtime).overlapped_grad_reduce) continue;
+        if (overlap && (!reduces || !plan::traits(candidate.runtime).overlapped_grad_reduce)) {
+          continue;
+        }
         candidate.overlap_allreduce = overlap;
         if (!simulatable(candidate)) continue;
-        ScoredPlan scored = score_plan(costs, candidate, label);
+        // The plan scored already (its pipeline as it started) is not simulated again.
+        const bool scored_already = candidate.pipeline(p) == current.plan.pipeline(p) &&
+                                    candidate.overlap_allreduce == current.plan.overlap_allreduce;
+        ScoredPlan scored = scored_already ? current : score_plan(costs, candidate, label);
         if (!best || preferred(scored, *best)) best = std::move(scored);
       }
     }

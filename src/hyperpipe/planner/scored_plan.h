@@ -33,6 +33,11 @@ struct ScoredPlan {
   double iteration_time() const { return simulation.output.iteration_time; }
 };
 
+// Whether the plan, scored, could not fit whatever its timing (sim::
+// overflows_before_any_backward, with the recomputation score_plan gives it): the planner
+// skips simulating it wherever a plan that fits is already in hand.
+bool cannot_fit(const cost::CostModel& costs, plan::Plan plan);
+
 // Whether each of the plan's schedules stays within kMaxScheduleOps (limits.h), so
 // simulating it fits in memory.
 bool simulatable(const plan::Plan& plan);
@@ -61,7 +66,11 @@ std::vector<plan::Pipeline> schedule_variants(const ScoredPlan& scored, int p,
 // starts only when micro-batch 0 has come through the forwards of the groups before it,
 // then runs m micro-batches' compute one op at a time, then its gradient all-reduce (it
 // starts after the chunk's last weight gradient: for interleaved chunks at least the
-// cheapest chunk's) and its optimizer step (after every all-reduce).
+// cheapest chunk's) and its optimizer step (after every all-reduce). Where every group
+// ends with the last micro-batch's whole backward (GPipe, 1F1B, hetero-1F1B), that
+// gradient then runs back through the groups before it, one backward and one transfer
+// each, before the first group reduces and steps. The planner skips what it rules out,
+// so it must never exceed the simulation (tests/planner/lower_bound_test.cc).
 double iteration_lower_bound(const cost::CostModel& costs, const plan::Plan& plan);
 
 // The plan under each schedule variant, its all-reduce overlapped or not: the fastest that

@@ -9,6 +9,7 @@
 
 #include "hyperpipe/plan/framework.h"
 #include "hyperpipe/plan/plan_schedule.h"
+#include "hyperpipe/schedule/generators.h"
 
 namespace hyperpipe::sim {
 
@@ -125,7 +126,8 @@ double global_norm_time(const cost::CostModel& costs, const plan::Plan& plan) {
   return costs.allreduce_time(kNormAndLossBytes, processes, slowest);
 }
 
-// The simulator's input for pipeline p, with a report per stage appended to `result`.
+// The simulator's input for pipeline p but its schedule, with a report per stage appended
+// to `result`.
 SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, int p,
                         const SimOptions& options, PlanSimulation& result) {
   const auto& cluster = costs.cluster();
@@ -134,7 +136,6 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
   const int stage_count = static_cast<int>(pipeline.stages.size());
   const size_t first_report = result.stages.size();
   SimInput input;
-  input.schedule = plan::schedule_for(plan, p, costs.model().config().tied_embeddings);
   std::vector<cost::DeviceGroup> groups;
   for (int s = 0; s < stage_count; ++s) {
     const plan::StagePlan& stage = pipeline.stages[s];
@@ -262,6 +263,21 @@ std::vector<cost::StageMemory> device_peaks(const PlanSimulation& simulation) {
   return peaks;
 }
 
+// The cost model as the plan settles it.
+cost::CostModel costed_as_planned(const cost::CostModel& given, const plan::Plan& plan) {
+  cost::CostOptions planned = given.options();
+  planned.gradient_reduce_dtype = plan.gradient_reduce_dtype;
+  // Sequence parallelism where the plan runs it, or where a planner costs its candidates
+  // so (and stamps the plan it picks).
+  planned.sequence_parallel = plan.sequence_parallel || given.options().sequence_parallel;
+  // Likewise the sharded optimizer.
+  planned.shard_optimizer = plan.shard_optimizer || given.options().shard_optimizer;
+  planned.reduce_scatter_gradients = plan::traits(plan.runtime).reduce_scatters_gradients;
+  planned.framework = cost::framework_buffers(plan::to_string(plan.runtime));
+  if (plan.memory_margin) planned.memory_margin = *plan.memory_margin;
+  return given.with_options(planned);
+}
+
 }  // namespace
 
 std::vector<const StageReport*> PlanSimulation::pipeline_stages(int p) const {
@@ -287,20 +303,53 @@ std::string track_name(const PlanSimulation& simulation, int rank) {
                      plan::format_devices(stage.devices));
 }
 
+std::vector<double> memory_floor(const cost::CostModel& given, const plan::Plan& plan) {
+  const cost::CostModel costs = costed_as_planned(given, plan);
+  PlanSimulation reports;
+  std::vector<double> floor;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    const SimInput input = pipeline_input(costs, plan, p, {}, reports);
+    const auto& pipeline = plan.pipeline(p);
+    const auto compute =
+        schedule::make_schedule(pipeline.schedule, pipeline.ranks(), pipeline.micro_batches,
+                                pipeline.chunks, pipeline.warmup);
+    for (int r = 0; r < compute.ranks; ++r) {
+      double static_bytes = 0;
+      for (int c = 0; c < compute.chunks; ++c) {
+        static_bytes += input.stages[compute.stage_of(r, c)].static_bytes;
+      }
+      // The forwards before the first backward each keep their activations (Engine::compute).
+      double activations = 0;
+      for (const auto& op : compute.ops[r]) {
+        if (op.kind != schedule::OpKind::forward) break;
+        activations += input.stages[compute.stage_of(r, op.chunk)].activation_bytes;
+      }
+      floor.push_back(input.reserved_bytes[r] +
+                      input.allocator_ratio[r] *
+                          (static_bytes + input.buffer_bytes[r] + activations));
+    }
+  }
+  return floor;
+}
+
+bool overflows_before_any_backward(const cost::CostModel& costs, const plan::Plan& plan) {
+  const std::vector<double> floor = memory_floor(costs, plan);
+  const cost::CostModel planned = costed_as_planned(costs, plan);
+  size_t rank = 0;
+  for (int p = 0; p < plan.pipeline_count(); ++p) {
+    const auto& pipeline = plan.pipeline(p);
+    for (int r = 0; r < pipeline.ranks(); ++r, ++rank) {
+      const auto group = cost::make_device_group(planned.cluster(), pipeline.stages[r].devices,
+                                                 pipeline.stages[r].dp, pipeline.stages[r].tp);
+      if (floor[rank] > planned.usable_memory(group.memory_bytes)) return true;
+    }
+  }
+  return false;
+}
+
 PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& plan,
                              const SimOptions& options) {
-  // Costed with what the plan itself settles.
-  cost::CostOptions planned = given.options();
-  planned.gradient_reduce_dtype = plan.gradient_reduce_dtype;
-  // Sequence parallelism where the plan runs it, or where a planner costs its candidates
-  // so (and stamps the plan it picks).
-  planned.sequence_parallel = plan.sequence_parallel || given.options().sequence_parallel;
-  // Likewise the sharded optimizer.
-  planned.shard_optimizer = plan.shard_optimizer || given.options().shard_optimizer;
-  planned.reduce_scatter_gradients = plan::traits(plan.runtime).reduce_scatters_gradients;
-  planned.framework = cost::framework_buffers(plan::to_string(plan.runtime));
-  if (plan.memory_margin) planned.memory_margin = *plan.memory_margin;
-  const cost::CostModel costs = given.with_options(planned);
+  const cost::CostModel costs = costed_as_planned(given, plan);
   const auto& cluster = costs.cluster();
   const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
   PlanSimulation result;
@@ -308,6 +357,7 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
   for (int p = 0; p < plan.pipeline_count(); ++p) {
     result.first_rank.push_back(static_cast<int>(result.memory_capacity.size()));
     inputs.push_back(pipeline_input(costs, plan, p, options, result));
+    inputs.back().schedule = plan::schedule_for(plan, p, costs.model().config().tied_embeddings);
     result.schedules.push_back(inputs.back().schedule);
     result.p2p = inputs.back().p2p;
   }

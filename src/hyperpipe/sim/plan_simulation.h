@@ -75,6 +75,17 @@ struct PlanSimulation {
 PlanSimulation simulate_plan(const cost::CostModel& costs, const plan::Plan& plan,
                              const SimOptions& options = {});
 
+// Per rank (as output.ranks counts them), what its device holds at least whatever the
+// timing: its static memory and the activations the forwards before its first backward
+// keep, held as simulate_plan holds them (allocator reserve, what lies outside it). The
+// simulated peak itself where every backward is whole (1F1B, GPipe): the warm-up is the
+// peak. Without events, so far cheaper than simulate_plan.
+std::vector<double> memory_floor(const cost::CostModel& costs, const plan::Plan& plan);
+
+// Whether some rank's memory_floor exceeds what the plan may use of its device: then the
+// plan cannot fit; where false it may still not.
+bool overflows_before_any_backward(const cost::CostModel& costs, const plan::Plan& plan);
+
 // Track names such as "stage 0: A100-40GB ×2 [0-1]", or "pipeline 1, stage 0: …" for
 // the ranks of a replica. `rank` counts over all pipelines, as output.ranks does.
 // The link a transfer between two stages' groups crosses: the slowest of those between rank
