@@ -129,5 +129,37 @@ TEST(IterationLowerBound, CountsTheFillAndTheDrainOf1F1B) {
   EXPECT_LT(iteration_lower_bound(costs, plan) + 2 * middle_backward, bound * 1.001);
 }
 
+// Two stages either side of far-island's 2 Gbit/s VPN, GPT-3 125M: each micro-batch's
+// activation and gradient take longer on the link than the stages compute, so 1F1B's two
+// micro-batches in flight on the first stage wait on their round trips: the bound counts
+// one round trip per two micro-batches, more than the compute alone.
+TEST(IterationLowerBound, CountsTheRoundTripsOfMicroBatchesInFlight) {
+  const auto model = model::load_model("gpt3-125m");
+  const auto cluster = cluster::load_cluster("far-island");
+  const cost::CostModel costs(model, cluster);
+  plan::Plan plan;
+  plan.model = "gpt3-125m";
+  plan.cluster = "far-island";
+  plan.micro_batch_size = 1;
+  plan.micro_batches = 32;
+  plan.stages = {{0, 7, {0}, 1, 1, model::Recompute::none},
+                 {7, 14, {16}, 1, 1, model::Recompute::none}};
+  plan::check_plan(plan, model, cluster, "test");
+  const int64_t seq = model.config().seq_len;
+  const auto first = cost::make_device_group(cluster, {0}, 1, 1);
+  const auto second = cost::make_device_group(cluster, {16}, 1, 1);
+  const auto link = cluster.link_between(0, 16);
+  const auto compute_first = costs.range_time(0, 7, first, 1, seq, model::Recompute::none);
+  const auto compute_second = costs.range_time(7, 14, second, 1, seq, model::Recompute::none);
+  const double round_trip = compute_first.total() + compute_second.total() +
+                            costs.cut_transfer(6, 1, seq, first, second, link).seconds +
+                            costs.cut_transfer(6, 1, seq, second, first, link).seconds;
+  const double bound = iteration_lower_bound(costs, plan);
+  EXPECT_GE(bound, plan.micro_batches / 2 * round_trip);
+  EXPECT_GT(plan.micro_batches / 2 * round_trip,
+            plan.micro_batches * std::max(compute_first.total(), compute_second.total()));
+  EXPECT_LE(bound, score_plan(costs, plan, "").iteration_time());
+}
+
 }  // namespace
 }  // namespace hyperpipe::planner

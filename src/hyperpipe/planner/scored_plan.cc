@@ -192,17 +192,34 @@ double iteration_lower_bound(const cost::CostModel& costs, const plan::Plan& pla
     // each, before rank 0 can reduce and step.
     const bool drains = pipeline.chunks == 1 && pipeline.schedule != schedule::ScheduleKind::zb_h1;
     // Micro-batch 0 reaches rank r + 1 after rank r's first forward and its transfer.
-    double start = 0;
-    double drain = 0;  // rank r's last backward to rank 0's
+    std::vector<double> start(ranks, 0.0);
+    std::vector<double> drain(ranks, 0.0);  // rank r's last backward to rank 0's
+    for (int r = 0; r + 1 < ranks; ++r) {
+      start[r + 1] = start[r] + first_forward[r] + transfer(r, true);
+      drain[r + 1] = drain[r] + transfer(r, false) + backward[r];
+    }
     for (int r = 0; r < ranks; ++r) {
-      const double last_compute = start + pipeline.micro_batches * compute[r];
+      const double last_compute = start[r] + pipeline.micro_batches * compute[r];
       bound = std::max(bound, last_compute + allreduce[r] + optimizer[r]);
-      if (drains) bound = std::max(bound, last_compute + drain + allreduce[0] + optimizer[0]);
-      start += first_forward[r];
-      if (r + 1 < ranks) {
-        start += transfer(r, true);
-        if (drains) drain += transfer(r, false) + backward[r];
-      }
+      if (drains) bound = std::max(bound, last_compute + drain[r] + allreduce[0] + optimizer[0]);
+    }
+    // With whole backwards rank r runs the forward of micro-batch k + d (d its warm-up
+    // depth: 1F1B's ranks − r, the link-aware depths, GPipe's m) only after the backward
+    // of k, which waits for k's round trip through the ranks after it: every d micro-batches
+    // take at least one round trip, however fast the ranks are.
+    const int m = pipeline.micro_batches;
+    const bool hetero = pipeline.schedule == schedule::ScheduleKind::hetero_1f1b;
+    if (!drains || (hetero && static_cast<int>(pipeline.warmup.size()) != ranks)) continue;
+    double round_trip = 0;  // from rank r's forward of a micro-batch to its backward
+    for (int r = ranks - 1; r >= 0; --r) {
+      round_trip += first_forward[r] + backward[r];
+      if (r + 1 < ranks) round_trip += transfer(r, true) + transfer(r, false);
+      const int depth = pipeline.schedule == schedule::ScheduleKind::gpipe
+                            ? m
+                            : std::min(hetero ? pipeline.warmup[r] : ranks - r, m);
+      const int trips = (m - 1) / depth + 1;
+      bound =
+          std::max(bound, start[r] + trips * round_trip + drain[r] + allreduce[0] + optimizer[0]);
     }
   }
   return bound;

@@ -69,8 +69,10 @@ std::vector<plan::Pipeline> schedule_variants(const ScoredPlan& scored, int p,
 // cheapest chunk's) and its optimizer step (after every all-reduce). Where every group
 // ends with the last micro-batch's whole backward (GPipe, 1F1B, hetero-1F1B), that
 // gradient then runs back through the groups before it, one backward and one transfer
-// each, before the first group reduces and steps. The planner skips what it rules out,
-// so it must never exceed the simulation (tests/planner/lower_bound_test.cc).
+// each, before the first group reduces and steps; and a group holding d micro-batches in
+// flight takes at least one round trip through the groups after it per d micro-batches.
+// The planner skips what it rules out, so it must never exceed the simulation
+// (tests/planner/lower_bound_test.cc).
 double iteration_lower_bound(const cost::CostModel& costs, const plan::Plan& plan);
 
 // The plan under each schedule variant, its all-reduce overlapped or not: the fastest that

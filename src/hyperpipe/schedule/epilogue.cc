@@ -5,8 +5,7 @@
 
 namespace hyperpipe::schedule {
 
-Schedule add_epilogue(const Schedule& schedule, const EpilogueOptions& options) {
-  Schedule result = schedule;
+Schedule add_epilogue(Schedule schedule, const EpilogueOptions& options) {
   const auto tied_ranks = collective_ranks(schedule, OpKind::tied_embedding);
   for (int rank = 0; rank < schedule.ranks; ++rank) {
     const auto& ops = schedule.ops[rank];
@@ -47,9 +46,9 @@ Schedule add_epilogue(const Schedule& schedule, const EpilogueOptions& options) 
     }
     with_epilogue.push_back({OpKind::global_norm, -1, 0, -1});
     with_epilogue.push_back({OpKind::optimizer_step, -1, 0, -1});
-    result.ops[rank] = std::move(with_epilogue);
+    schedule.ops[rank] = std::move(with_epilogue);
   }
-  return result;
+  return schedule;
 }
 
 std::vector<int> collective_ranks(const Schedule& schedule, OpKind kind) {

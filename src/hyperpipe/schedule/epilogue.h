@@ -22,7 +22,8 @@ struct EpilogueOptions {
 };
 
 // Appends the epilogue to a schedule (with or without its communication).
-Schedule add_epilogue(const Schedule& schedule, const EpilogueOptions& options);
+// Taken by value: a schedule passed as a temporary is reused, not copied.
+Schedule add_epilogue(Schedule schedule, const EpilogueOptions& options);
 
 // The pipeline ranks that run a group collective (RS, TE, GN) of this schedule together:
 // TE the ranks of the first and the last stage, RS and GN every rank.

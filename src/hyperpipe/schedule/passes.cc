@@ -207,11 +207,11 @@ std::optional<std::string> check_epilogue(const Schedule& s) {
 
 }  // namespace
 
-Schedule insert_communication(const Schedule& schedule) {
-  Schedule result = schedule;
+Schedule insert_communication(Schedule schedule) {
   const int last = schedule.stages() - 1;
   for (int rank = 0; rank < schedule.ranks; ++rank) {
     std::vector<Op> ops;
+    ops.reserve(2 * schedule.ops[rank].size());
     const auto remote = [&](int stage) { return schedule.rank_of_stage(stage) != rank; };
     for (const Op& op : schedule.ops[rank]) {
       const int stage = schedule.stage_of(rank, op.chunk);
@@ -236,9 +236,9 @@ Schedule insert_communication(const Schedule& schedule) {
         ops.push_back(op);
       }
     }
-    result.ops[rank] = std::move(ops);
+    schedule.ops[rank] = std::move(ops);
   }
-  return result;
+  return schedule;
 }
 
 std::optional<std::string> validate(const Schedule& s) {

@@ -11,8 +11,9 @@ namespace hyperpipe::schedule {
 
 // Adds the point-to-point ops: a receive right before each op whose input comes from
 // another rank, a send right after each op whose output goes to another rank. Neighbouring
-// stages on the same rank (one rank, several chunks) exchange nothing.
-Schedule insert_communication(const Schedule& schedule);
+// stages on the same rank (one rank, several chunks) exchange nothing. Taken by value: a
+// schedule passed as a temporary is reused, not copied.
+Schedule insert_communication(Schedule schedule);
 
 // Proves the schedule runs: every rank holds one F and one BW (or one B and one W) per
 // micro-batch and chunk; every send has its receive; executing with zero costs (a send

@@ -17,8 +17,15 @@ int receive_lookahead(const Schedule& schedule, int rank) {
 }
 
 std::vector<size_t> receives_posted_at(const Schedule& schedule, int rank, size_t index) {
-  const auto& ops = schedule.ops[rank];
   std::vector<size_t> receives;
+  receives_posted_at(schedule, rank, index, receives);
+  return receives;
+}
+
+void receives_posted_at(const Schedule& schedule, int rank, size_t index,
+                        std::vector<size_t>& receives) {
+  const auto& ops = schedule.ops[rank];
+  receives.clear();
   int computes_left = receive_lookahead(schedule, rank);
   for (size_t j = index + 1; j < ops.size() && computes_left > 0; ++j) {
     if (is_compute(ops[j].kind)) {
@@ -27,7 +34,6 @@ std::vector<size_t> receives_posted_at(const Schedule& schedule, int rank, size_
       receives.push_back(j);
     }
   }
-  return receives;
 }
 
 }  // namespace hyperpipe::schedule

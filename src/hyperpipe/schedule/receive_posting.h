@@ -22,5 +22,9 @@ int receive_lookahead(const Schedule& schedule, int rank);
 // The indices into `schedule.ops[rank]` of the receives a rank posts on reaching the
 // compute op at `index`: those before each of the next `receive_lookahead` compute ops.
 std::vector<size_t> receives_posted_at(const Schedule& schedule, int rank, size_t index);
+// The same into `receives` (cleared first), for a caller that asks at every op and keeps
+// one buffer.
+void receives_posted_at(const Schedule& schedule, int rank, size_t index,
+                        std::vector<size_t>& receives);
 
 }  // namespace hyperpipe::schedule

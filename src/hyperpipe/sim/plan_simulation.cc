@@ -358,7 +358,6 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
     result.first_rank.push_back(static_cast<int>(result.memory_capacity.size()));
     inputs.push_back(pipeline_input(costs, plan, p, options, result));
     inputs.back().schedule = plan::schedule_for(plan, p, costs.model().config().tied_embeddings);
-    result.schedules.push_back(inputs.back().schedule);
     result.p2p = inputs.back().p2p;
   }
   std::vector<SimOutput> outputs;
@@ -376,6 +375,7 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
       outputs[p] = simulate(inputs[p]);
     }
   }
+  for (auto& input : inputs) result.schedules.push_back(std::move(input.schedule));
   for (auto& output : outputs) {
     result.output.iteration_time = std::max(result.output.iteration_time, output.iteration_time);
     result.output.simulated_ops += output.simulated_ops;

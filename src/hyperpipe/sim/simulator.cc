@@ -169,8 +169,13 @@ class Engine {
       if (next == Next::wait) return;
       ran(r, op);
       if (next == Next::at_compute_free) {
-        events_.push({compute_free_[r], r});
-        return;
+        // Events run in (time, rank) order: one no later than every queued event would be
+        // the next popped, so it runs now, without the round trip through the queue.
+        const Event resume{compute_free_[r], r};
+        if (!events_.empty() && events_.top() < resume) {
+          events_.push(resume);
+          return;
+        }
       }
     }
   }
@@ -205,9 +210,8 @@ class Engine {
   // On reaching a compute op, the receives the runtime's executor posts then
   // (schedule/receive_posting.h).
   void post_next_receives(int r) {
-    for (const size_t j : schedule::receives_posted_at(s_, r, cursor_[r])) {
-      post(r, s_.ops[r][j], compute_free_[r]);
-    }
+    schedule::receives_posted_at(s_, r, cursor_[r], posted_);
+    for (const size_t j : posted_) post(r, s_.ops[r][j], compute_free_[r]);
   }
 
   Next receive(int r, const Op& op) {
@@ -492,7 +496,8 @@ class Engine {
     const double buffers = in_.buffer_bytes.empty() ? 0.0 : in_.buffer_bytes[r];
     return outside + ratio * (static_bytes_[r] + buffers + activations);
   }
-  std::vector<bool> reduced_;  // per rank: its buckets all reduced (stats.reduced set)
+  std::vector<bool> reduced_;   // per rank: its buckets all reduced (stats.reduced set)
+  std::vector<size_t> posted_;  // the receives a compute op posts (reused, not reallocated)
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   SimOutput out_;
 };
