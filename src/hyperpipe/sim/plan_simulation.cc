@@ -303,10 +303,18 @@ std::string track_name(const PlanSimulation& simulation, int rank) {
                      plan::format_devices(stage.devices));
 }
 
-std::vector<double> memory_floor(const cost::CostModel& given, const plan::Plan& plan) {
+namespace {
+
+// Per rank, memory_floor and what the plan may use of its device.
+struct MemoryFloor {
+  std::vector<double> floor;
+  std::vector<double> limit;
+};
+
+MemoryFloor floor_and_limit(const cost::CostModel& given, const plan::Plan& plan) {
   const cost::CostModel costs = costed_as_planned(given, plan);
   PlanSimulation reports;
-  std::vector<double> floor;
+  MemoryFloor result;
   for (int p = 0; p < plan.pipeline_count(); ++p) {
     const SimInput input = pipeline_input(costs, plan, p, {}, reports);
     const auto& pipeline = plan.pipeline(p);
@@ -324,25 +332,25 @@ std::vector<double> memory_floor(const cost::CostModel& given, const plan::Plan&
         if (op.kind != schedule::OpKind::forward) break;
         activations += input.stages[compute.stage_of(r, op.chunk)].activation_bytes;
       }
-      floor.push_back(input.reserved_bytes[r] +
-                      input.allocator_ratio[r] *
-                          (static_bytes + input.buffer_bytes[r] + activations));
+      result.floor.push_back(input.reserved_bytes[r] +
+                             input.allocator_ratio[r] *
+                                 (static_bytes + input.buffer_bytes[r] + activations));
     }
   }
-  return floor;
+  result.limit = std::move(reports.memory_limit);
+  return result;
+}
+
+}  // namespace
+
+std::vector<double> memory_floor(const cost::CostModel& costs, const plan::Plan& plan) {
+  return floor_and_limit(costs, plan).floor;
 }
 
 bool overflows_before_any_backward(const cost::CostModel& costs, const plan::Plan& plan) {
-  const std::vector<double> floor = memory_floor(costs, plan);
-  const cost::CostModel planned = costed_as_planned(costs, plan);
-  size_t rank = 0;
-  for (int p = 0; p < plan.pipeline_count(); ++p) {
-    const auto& pipeline = plan.pipeline(p);
-    for (int r = 0; r < pipeline.ranks(); ++r, ++rank) {
-      const auto group = cost::make_device_group(planned.cluster(), pipeline.stages[r].devices,
-                                                 pipeline.stages[r].dp, pipeline.stages[r].tp);
-      if (floor[rank] > planned.usable_memory(group.memory_bytes)) return true;
-    }
+  const MemoryFloor memory = floor_and_limit(costs, plan);
+  for (size_t r = 0; r < memory.floor.size(); ++r) {
+    if (memory.floor[r] > memory.limit[r]) return true;
   }
   return false;
 }
