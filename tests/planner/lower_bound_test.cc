@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <random>
 
@@ -49,6 +50,21 @@ plan::Plan random_plan(std::mt19937& random, int ranks, int chunks, int micro_ba
                            1,
                            static_cast<model::Recompute>(recompute(random))});
     first = cuts[s];
+  }
+  return plan;
+}
+
+// A pipeline of one GPU per stage: {first layer, end layer, device} each, no recomputation.
+plan::Plan one_gpu_stages(const std::string& model, const std::string& cluster,
+                          int64_t micro_batch_size, int micro_batches,
+                          const std::vector<std::array<int, 3>>& stages) {
+  plan::Plan plan;
+  plan.model = model;
+  plan.cluster = cluster;
+  plan.micro_batch_size = micro_batch_size;
+  plan.micro_batches = micro_batches;
+  for (const auto& [first, end, device] : stages) {
+    plan.stages.push_back({first, end, {device}, 1, 1, model::Recompute::none});
   }
   return plan;
 }
@@ -107,15 +123,8 @@ TEST(IterationLowerBound, CountsTheFillAndTheDrainOf1F1B) {
   const auto model = model::load_model("gpt3-1.3b");
   const auto cluster = cluster::load_cluster("a100x8");
   const cost::CostModel costs(model, cluster);
-  plan::Plan plan;
-  plan.model = "gpt3-1.3b";
-  plan.cluster = "a100x8";
-  plan.micro_batch_size = 2;
-  plan.micro_batches = 16;
-  plan.stages = {{0, 7, {0}, 1, 1, model::Recompute::none},
-                 {7, 13, {1}, 1, 1, model::Recompute::none},
-                 {13, 19, {2}, 1, 1, model::Recompute::none},
-                 {19, 26, {3}, 1, 1, model::Recompute::none}};
+  plan::Plan plan = one_gpu_stages("gpt3-1.3b", "a100x8", 2, 16,
+                                   {{0, 7, 0}, {7, 13, 1}, {13, 19, 2}, {19, 26, 3}});
   plan::check_plan(plan, model, cluster, "test");
   const double simulated = score_plan(costs, plan, "").iteration_time();
   const double bound = iteration_lower_bound(costs, plan);
@@ -137,13 +146,8 @@ TEST(IterationLowerBound, CountsTheRoundTripsOfMicroBatchesInFlight) {
   const auto model = model::load_model("gpt3-125m");
   const auto cluster = cluster::load_cluster("far-island");
   const cost::CostModel costs(model, cluster);
-  plan::Plan plan;
-  plan.model = "gpt3-125m";
-  plan.cluster = "far-island";
-  plan.micro_batch_size = 1;
-  plan.micro_batches = 32;
-  plan.stages = {{0, 7, {0}, 1, 1, model::Recompute::none},
-                 {7, 14, {16}, 1, 1, model::Recompute::none}};
+  const plan::Plan plan =
+      one_gpu_stages("gpt3-125m", "far-island", 1, 32, {{0, 7, 0}, {7, 14, 16}});
   plan::check_plan(plan, model, cluster, "test");
   const int64_t seq = model.config().seq_len;
   const auto first = cost::make_device_group(cluster, {0}, 1, 1);

@@ -146,15 +146,9 @@ class Engine {
     ++cursor_[r];
   }
 
-  // On rank r's track: an interval of compute or communication (callers ask
-  // in_.record_timeline first, so that without it no label is built), and what the device
-  // holds from `time` on.
-  void record_compute(int r, trace::Interval interval) {
-    out_.timeline.tracks[r].compute.push_back(std::move(interval));
-  }
-  void record_communication(int r, trace::Interval interval) {
-    out_.timeline.tracks[r].communication.push_back(std::move(interval));
-  }
+  // On rank r's track, where the timeline is recorded: what the device holds from `time` on.
+  // (Intervals are pushed where in_.record_timeline is asked first, so that without it no
+  // label is built.)
   void record_memory(int r, double time, double activations) {
     if (in_.record_timeline) {
       out_.timeline.tracks[r].memory.push_back({time, held(r, activations)});
@@ -307,8 +301,8 @@ class Engine {
     message.arrival = released + cost.latency;
     message.pending_send = nullptr;
     if (in_.record_timeline) {
-      record_communication(r, {forward ? "send F" : "send B", stage, op.micro_batch, op.chunk,
-                               start, message.arrival});
+      out_.timeline.tracks[r].communication.push_back(
+          {forward ? "send F" : "send B", stage, op.micro_batch, op.chunk, start, message.arrival});
     }
     if (waiting_[target]) {
       events_.push({blocking ? message.arrival : std::max(message.sent, message.posted), target});
@@ -346,8 +340,8 @@ class Engine {
     input_ready_[r] = 0;
     input_sent_[r] = 0;
     if (in_.record_timeline) {
-      record_compute(
-          r, {std::string(schedule::letter(op.kind)), stage, op.micro_batch, op.chunk, start, end});
+      out_.timeline.tracks[r].compute.push_back(
+          {std::string(schedule::letter(op.kind)), stage, op.micro_batch, op.chunk, start, end});
     }
     if (op.kind == OpKind::forward) {
       in_use_[r] += cost.activation_bytes;
@@ -380,8 +374,9 @@ class Engine {
     const double start = std::max(compute_free_[r], reduce_free_[r]);
     reduce_free_[r] = start + seconds;
     if (seconds > 0 && in_.record_timeline) {
-      record_communication(r, {std::string(schedule::timeline_label(op.kind)), stage, -1, op.chunk,
-                               start, reduce_free_[r]});
+      out_.timeline.tracks[r].communication.push_back(
+          {std::string(schedule::timeline_label(op.kind)), stage, -1, op.chunk, start,
+           reduce_free_[r]});
     }
     return Next::op;
   }
@@ -428,8 +423,8 @@ class Engine {
       // rank's arrival, as the runtime measures a collective from its call: the wait for the
       // others is part of it on both timelines.
       if (in_.record_timeline) {
-        record_communication(other, {std::string(schedule::timeline_label(op.kind)), -1, -1, 0,
-                                     arrived_[other], end});
+        out_.timeline.tracks[other].communication.push_back(
+            {std::string(schedule::timeline_label(op.kind)), -1, -1, 0, arrived_[other], end});
       }
       compute_free_[other] = end;
       arrived_[other] = kUnknown;
@@ -448,8 +443,9 @@ class Engine {
     compute_free_[r] = start + seconds;
     out_.ranks[r].optimizer = seconds;
     if (seconds > 0 && in_.record_timeline) {
-      record_compute(r, {std::string(schedule::timeline_label(OpKind::optimizer_step)), -1, -1, 0,
-                         start, compute_free_[r]});
+      out_.timeline.tracks[r].compute.push_back(
+          {std::string(schedule::timeline_label(OpKind::optimizer_step)), -1, -1, 0, start,
+           compute_free_[r]});
     }
     return Next::op;
   }
