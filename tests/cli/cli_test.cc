@@ -766,7 +766,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInvocation{"schedule --stages 0", "--stages: expected a positive integer"},
         BadInvocation{"schedule --stages 4096 --micro-batches 65536",
                       "expected at most 67108864 ops in all"},
-        BadInvocation{"simulate", "--plan is required"},
+        BadInvocation{"simulate", "simulate: --plan FILE, or a run described as Megatron-LM"},
         BadInvocation{"plan", "--global-batch is required"},
         BadInvocation{"plan --global-batch 16 --model gpt3-175b",
                       "no plan fits: gpt3-175b needs 2.87 TiB"},

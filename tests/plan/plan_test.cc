@@ -7,6 +7,7 @@
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/plan/plan_checks.h"
 #include "hyperpipe/plan/plan_json.h"
 #include "test_files.h"
@@ -50,6 +51,22 @@ TEST(Plan, GradientReduceDtypeRoundTrips) {
   plan.gradient_reduce_dtype = model::DType::bf16;
   const std::string path = write_temp_file("bf16-reduce.json", to_json(plan).dump(2));
   EXPECT_EQ(load_plan(path).gradient_reduce_dtype, model::DType::bf16);
+}
+
+// The precision a plan was costed in (`plan --dtype`): written, read back, and the model
+// a checked plan loads is in it.
+TEST(Plan, DtypeRoundTripsAndSetsTheCheckedModels) {
+  Plan plan = load_plan(kExamples + "/plans/gpt3-2.7b-4stage.json");
+  EXPECT_FALSE(plan.dtype);
+  EXPECT_FALSE(to_json(plan).contains("dtype"));
+  const auto model_dtype =
+      load_checked_plan(kExamples + "/plans/gpt3-2.7b-4stage.json").model.config().dtype;
+  plan.dtype = model_dtype == model::DType::fp32 ? model::DType::bf16 : model::DType::fp32;
+  ASSERT_EQ(plan.model, "gpt3-2.7b");  // a catalogue name: found from the temporary folder
+  plan.cluster = "a100-v100-t4";       // the built-in twin of the example's file
+  const std::string path = write_temp_file("dtype.json", to_json(plan).dump(2));
+  EXPECT_EQ(load_plan(path).dtype, plan.dtype);
+  EXPECT_EQ(load_checked_plan(path).model.config().dtype, *plan.dtype);
 }
 
 TEST(Plan, RuntimeRoundTripsAndDefaultsToHyperPipe) {
@@ -155,6 +172,9 @@ INSTANTIATE_TEST_SUITE_P(
                      "expected a device id from 0 to 16777216"},
         BadInputCase{PLAN_HEAD R"("stages": [{"layers": [0, 14], "devices": [0], "gpus": 1}]})",
                      "unknown field 'gpus'"},
+        BadInputCase{PLAN_HEAD R"("dtype": "fp64",
+                     "stages": [{"layers": [0, 14], "devices": [0]}]})",
+                     "field 'dtype': expected one of fp32, fp16, bf16"},
         BadInputCase{PLAN_HEAD R"("gradient_reduce_dtype": "fp8",
                      "stages": [{"layers": [0, 14], "devices": [0]}]})",
                      "field 'gradient_reduce_dtype': expected one of fp32, fp16, bf16"},

@@ -208,6 +208,33 @@ INSTANTIATE_TEST_SUITE_P(
                       PlanSpace space;
                       space.max_tp = 1;
                       return space;
+                    }()},
+        // The shape a user already runs (`plan --tp 2 --pp 2`, `--dp 2`, `--pp 3`,
+        // `--recompute full`), the planner searching the rest.
+        Restriction{"tp 2 pp 2",
+                    [] {
+                      PlanSpace space;
+                      space.tp = 2;
+                      space.stages = 2;
+                      return space;
+                    }()},
+        Restriction{"dp 2",
+                    [] {
+                      PlanSpace space;
+                      space.dp = 2;
+                      return space;
+                    }()},
+        Restriction{"pp 3",
+                    [] {
+                      PlanSpace space;
+                      space.stages = 3;
+                      return space;
+                    }()},
+        Restriction{"full recomputation",
+                    [] {
+                      PlanSpace space;
+                      space.recompute = model::Recompute::full;
+                      return space;
                     }()}),
     [](const ::testing::TestParamInfo<Restriction>& info) {
       std::string name;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "hyperpipe/cluster/cluster_loader.h"
@@ -49,6 +50,48 @@ TEST(Planner, ReportsWhereItsTimeWent) {
   EXPECT_GT(result.phases[4].simulations, 0);
   EXPECT_GE(seconds, result.search_seconds);
   EXPECT_DOUBLE_EQ(result.replica_seconds, result.phases[3].seconds);
+}
+
+// Progress as it plans: the phases in order, never going back, each step within its
+// phase, the best so far never worse, ending at the plan returned with every simulation
+// counted.
+TEST(Planner, ReportsItsProgressEndingAtThePlanItReturns) {
+  const auto model = model::load_model("gpt3-1.3b");
+  const auto cluster = cluster::load_cluster("a100-v100-t4");
+  const cost::CostModel costs(model, cluster);
+  std::vector<PlanProgress> reports;
+  PlanRequest asked = request("gpt3-1.3b", "a100-v100-t4", 32);
+  asked.peers = true;
+  asked.progress = [&](const PlanProgress& progress) { reports.push_back(progress); };
+  const SimulationTally before = simulation_tally();
+  const PlanResult result = make_plan(costs, asked);
+  const SimulationTally after = simulation_tally();
+  ASSERT_GT(reports.size(), 10u);
+  const std::vector<std::string> order{"search",   "first pass", "schedules and refinement",
+                                       "replicas", "baselines",  "peers' spaces"};
+  size_t phase = 0;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const auto& report = reports[i];
+    if (i + 1 == reports.size()) break;  // the last is "done"
+    const auto at = std::find(order.begin(), order.end(), report.phase);
+    ASSERT_NE(at, order.end()) << report.phase;
+    EXPECT_GE(static_cast<size_t>(at - order.begin()), phase) << report.phase;
+    phase = at - order.begin();
+    EXPECT_LE(report.step, report.steps);
+    if (i > 0) {
+      EXPECT_GE(report.fraction, reports[i - 1].fraction - 1e-12) << report.phase;
+      EXPECT_GE(report.simulations, reports[i - 1].simulations);
+      if (reports[i - 1].best_iteration > 0) {
+        EXPECT_LE(report.best_iteration, reports[i - 1].best_iteration);
+      }
+    }
+  }
+  EXPECT_EQ(phase, order.size() - 1);
+  const PlanProgress& last = reports.back();
+  EXPECT_EQ(last.phase, "done");
+  EXPECT_DOUBLE_EQ(last.fraction, 1.0);
+  EXPECT_DOUBLE_EQ(last.best_iteration, result.best.iteration_time());
+  EXPECT_EQ(last.simulations, after.simulations - before.simulations);
 }
 
 // Planned for another framework: only plans it can express, simulated as it runs them.

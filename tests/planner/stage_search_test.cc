@@ -1,9 +1,11 @@
 #include "hyperpipe/planner/stage_search.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "planner/fake_oracle.h"
@@ -16,7 +18,9 @@ using testing::FakeOracle;
 // Brute force over the same plan space: every order of every subset of classes, every
 // split into consecutive stages, every shape and every recomputation, memory checked with
 // 1F1B's in-flight counts once the stage count is known; scored by the same objective.
-double brute_force(const StageOracle& o, int micro_batches) {
+// `stages` and `recompute`, where set, fix the stage count and every stage's recomputation.
+double brute_force(const StageOracle& o, int micro_batches, int stages_wanted = 0,
+                   std::optional<model::Recompute> recompute = std::nullopt) {
   double best = std::numeric_limits<double>::infinity();
   const int layers = o.num_layers();
   std::vector<StageChoice> stages;
@@ -24,6 +28,7 @@ double brute_force(const StageOracle& o, int micro_batches) {
   std::function<void(int, int, int)> extend = [&](int first, int cls, int used) {
     if (first == layers) {
       const int count = static_cast<int>(stages.size());
+      if (stages_wanted != 0 && count != stages_wanted) return;
       for (int s = 0; s < count; ++s) {
         const auto& st = stages[s];
         if (!o.fits(st.cls, st.shape, st.first, st.end, st.recompute,
@@ -44,6 +49,7 @@ double brute_force(const StageOracle& o, int micro_batches) {
         if (base + size > o.class_size(next)) continue;
         for (int end = first + 1; end <= layers; ++end) {
           for (model::Recompute r : kRecomputeOptions) {
+            if (recompute && r != *recompute) continue;
             if (!stages.empty()) {
               stages.back().link_after =
                   o.link_time(stages.back().cls, stages.back().shape, next, stages.back().end);
@@ -84,6 +90,51 @@ TEST_P(SearchMatchesBruteForce, OnSmallRandomInstances) {
             << "seed " << GetParam() << " layers " << layers << " m " << m;
         // The reported objective is that of the reported stages.
         EXPECT_NEAR(objective(found.front().stages, m), found.front().objective, 1e-9 * expected);
+      }
+    }
+  }
+}
+
+// The shape a user fixes (`plan --pp`, `--recompute`): the best pipeline of exactly that
+// stage count, every stage recomputing as asked, or none where none exists.
+TEST_P(SearchMatchesBruteForce, WithTheStageCountOrTheRecomputationFixed) {
+  std::mt19937 rng(GetParam() + 100);
+  const std::vector<std::vector<int>> clusters{{2}, {1, 2}, {2, 2}, {2, 1, 3}};
+  for (const auto& counts : clusters) {
+    for (int layers : {3, 6}) {
+      const FakeOracle oracle = FakeOracle::random(rng, layers, counts);
+      for (int m : {1, 4}) {
+        for (int stages : {0, 1, 2, 3, 5}) {
+          for (auto recompute :
+               {std::optional<model::Recompute>{}, std::optional{model::Recompute::none},
+                std::optional{model::Recompute::full}}) {
+            if (stages == 0 && !recompute) continue;  // the search above
+            SearchOptions options{m, 32};
+            options.stages = stages;
+            options.recompute = recompute;
+            const auto found = search_pipelines(oracle, options);
+            const double expected = brute_force(oracle, m, stages, recompute);
+            const std::string where =
+                fmt::format("seed {} layers {} m {} stages {} recompute {}", GetParam(), layers, m,
+                            stages, recompute ? model::to_string(*recompute) : "-");
+            if (std::isinf(expected)) {
+              EXPECT_TRUE(found.empty()) << where;
+              continue;
+            }
+            ASSERT_FALSE(found.empty()) << where;
+            EXPECT_NEAR(found.front().objective, expected, 1e-9 * expected) << where;
+            for (const auto& pipeline : found) {
+              if (stages != 0) {
+                EXPECT_EQ(pipeline.stages.size(), static_cast<size_t>(stages)) << where;
+              }
+              for (const auto& stage : pipeline.stages) {
+                if (recompute) {
+                  EXPECT_EQ(stage.recompute, *recompute) << where;
+                }
+              }
+            }
+          }
+        }
       }
     }
   }

@@ -34,6 +34,16 @@ class Module(unittest.TestCase):
         self.assertAlmostEqual(result["report"]["iteration_time_s"],
                                expected["report"]["iteration_time_s"])
 
+    def test_plan_with_the_shape_fixed(self):
+        result = hyperpipe.plan("gpt3-2.7b", "a100-v100-t4", 64, pp=4, dp=4, recompute="full")
+        expected = cli_json("plan", "--model", "gpt3-2.7b", "--cluster", "a100-v100-t4",
+                            "--global-batch", "64", "--pp", "4", "--dp", "4",
+                            "--recompute", "full")
+        self.assertEqual(result["plan"]["stages"], expected["plan"]["stages"])
+        for stage in result["plan"]["stages"]:
+            self.assertEqual(stage["dp"], 4)
+            self.assertEqual(stage["recompute"], "full")
+
     def test_simulate_a_dict_or_a_file(self):
         from_file = hyperpipe.simulate(TINY_PLAN)
         with open(TINY_PLAN) as f:

@@ -7,12 +7,17 @@
 
 namespace hyperpipe::cli {
 
+// What `plan` and a described `simulate` run use where no --model or --cluster is given.
+inline constexpr const char* kDefaultModel = "gpt3-2.7b";
+inline constexpr const char* kDefaultCluster = "a100-v100-t4";
+
 void add_models_command(CLI::App& app, std::ostream& out);
 void add_devices_command(CLI::App& app, std::ostream& out);
 void add_describe_command(CLI::App& app, std::ostream& out);
 void add_schedule_command(CLI::App& app, std::ostream& out);
 void add_simulate_command(CLI::App& app, std::ostream& out);
-void add_plan_command(CLI::App& app, std::ostream& out);
+// Planning progress, where it takes long, goes to `err`.
+void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_compare_command(CLI::App& app, std::ostream& out);
 void add_export_command(CLI::App& app, std::ostream& out);
 // Text or JSON lines through a tokenizer into a Megatron-LM indexed dataset.

@@ -53,9 +53,7 @@ void run_describe(const DescribeArgs& args, std::ostream& out) {
   cost::CostOptions options;
   options.estimator = args.estimator;
   const cost::CostModel costs(model, cluster, options, profiles ? &*profiles : nullptr);
-  const auto recompute = args.recompute == "full"        ? model::Recompute::full
-                         : args.recompute == "selective" ? model::Recompute::selective
-                                                         : model::Recompute::none;
+  const auto recompute = model::parse_recompute(args.recompute).value_or(model::Recompute::none);
   const DescribeSettings settings{args.micro_batch, args.seq_len, args.tp, recompute};
   nlohmann::json report = describe_report(costs, settings);
   if (args.estimate) {
@@ -90,7 +88,7 @@ void add_describe(CLI::App& app, DescribeArgs& args, std::function<void()> actio
       ->check(positive_integer())
       ->default_str("1");
   describe->add_option("--recompute", args.recompute, "Activation recomputation")
-      ->check(CLI::IsMember({"none", "selective", "full"}))
+      ->check(CLI::IsMember(model::recompute_names()))
       ->default_str("none");
   describe->add_flag("--estimate", args.estimate,
                      "Also show a layer's estimate op by op on each GPU type (the estimate a "

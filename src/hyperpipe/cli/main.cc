@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
       planning(cli::add_devices_command),
       planning(cli::add_describe_command),
       planning(cli::add_schedule_command),
-      planning(cli::add_plan_command),
+      cli::add_plan_command,
       planning(cli::add_simulate_command),
       planning(cli::add_compare_command),
       planning(cli::add_export_command),

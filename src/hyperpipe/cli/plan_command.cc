@@ -12,6 +12,8 @@
 #include "hyperpipe/cli/estimator_option.h"
 #include "hyperpipe/cli/memory_breakdown.h"
 #include "hyperpipe/cli/output_format.h"
+#include "hyperpipe/cli/planning_progress.h"
+#include "hyperpipe/cli/progress_line.h"
 #include "hyperpipe/cli/simulation_report.h"
 #include "hyperpipe/cli/table.h"
 #include "hyperpipe/cluster/cluster_loader.h"
@@ -31,11 +33,17 @@ using nlohmann::json;
 constexpr const char* kPlanningFormat = "hyperpipe.planning/1";
 
 struct PlanArgs {
-  std::string model = "gpt3-2.7b";
-  std::string cluster = "a100-v100-t4";
+  std::string model = kDefaultModel;
+  std::string cluster = kDefaultCluster;
   int64_t global_batch = 0;
   int64_t seq_len = 0;
   std::optional<int64_t> micro_batch;
+  // The shape the user already runs, fixed (0 or unset: searched).
+  int tp = 0;
+  int pp = 0;
+  int dp = 0;
+  std::optional<std::string> recompute;
+  std::optional<std::string> dtype;
   std::optional<std::string> profiles;
   cost::Estimator estimator = cost::CostOptions{}.estimator;
   std::optional<std::string> baseline;
@@ -272,30 +280,27 @@ struct Searched {
   std::optional<planner::PlanResult> result;
 };
 
-// Whether to plan with the optimizer state sharded over dp (--shard-optimizer), or both
-// ways. Where the framework reduce-scatters the gradients, sharding always pays: less
-// memory, a step 1/dp as long, no more bytes moved (cost/cost_options.h). HyperPipe's
-// runtime all-reduces them whole and gathers the weights after the step: it pays where
-// memory is short, so `auto` plans both ways, unsharded first.
-std::vector<bool> shardings_to_try(const std::string& asked, plan::Framework framework) {
-  const auto& traits = plan::traits(framework);
-  if (asked == "on" && !traits.shards_optimizer) {
-    throw InputError("--shard-optimizer", asked,
-                     fmt::format("off or auto: {} keeps the whole optimizer state on every "
-                                 "data-parallel rank",
-                                 traits.display_name));
-  }
-  if (asked == "on") return {true};
-  if (asked == "off" || !traits.shards_optimizer) return {false};
-  if (traits.reduce_scatters_gradients) return {true};
-  return {false, true};
+// The model as it will train: in --dtype where given (the plan records it).
+model::Model model_in_dtype(model::Model model, const std::optional<std::string>& dtype) {
+  if (!dtype) return model;
+  auto config = model.config();
+  config.dtype = *model::parse_dtype(*dtype);
+  return model::Model(std::move(config));
 }
 
-void run_plan(const PlanArgs& args, std::ostream& out) {
+// The choices the user fixed, into the space the planner searches.
+void fix_choices(const PlanArgs& args, planner::PlanSpace& space) {
+  space.tp = args.tp;
+  space.dp = args.dp;
+  space.stages = args.pp;
+  if (args.recompute) space.recompute = model::parse_recompute(*args.recompute);
+}
+
+void run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   if (args.global_batch <= 0) {
     throw InputError("--global-batch", "", "expected a positive number of sequences");
   }
-  const model::Model model = model::load_model(args.model);
+  const model::Model model = model_in_dtype(model::load_model(args.model), args.dtype);
   const cluster::Cluster cluster = cluster::load_cluster(args.cluster);
   std::optional<cost::ProfileDb> profiles;
   if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
@@ -306,7 +311,7 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
   options.framework = cost::framework_buffers(args.runtime);
   if (args.memory_margin) options.memory_margin = *args.memory_margin / 100;
   options.estimator = args.estimator;
-  const std::vector<bool> shardings = shardings_to_try(args.shard_optimizer, framework);
+  const std::vector<bool> shardings = planner::optimizer_shardings(args.shard_optimizer, framework);
   const int64_t seq = args.seq_len > 0 ? args.seq_len : model.config().seq_len;
   if (model.config().flavour == model::Flavour::gpt && seq > model.config().seq_len) {
     throw InputError(
@@ -326,6 +331,7 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
   request.space.max_stages = args.max_stages;
   if (args.max_tp > 0) request.space.max_tp = args.max_tp;
   request.space.same_dp = args.same_dp;
+  fix_choices(args, request.space);
   for (const auto& name : args.schedules) {
     request.space.schedules.push_back(*schedule::parse_schedule_kind(name));
   }
@@ -350,7 +356,8 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
     }
   }
 
-  const auto search = [&](bool shard_optimizer) {
+  PlanningProgress progress(err, is_terminal(err), static_cast<int>(shardings.size()));
+  const auto search = [&](bool shard_optimizer, int index) {
     cost::CostOptions searched_options = options;
     searched_options.shard_optimizer = shard_optimizer;
     const cost::CostModel costs(model, cluster, searched_options, profiles ? &*profiles : nullptr);
@@ -371,10 +378,13 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
       }
       found.chosen = std::move(*baseline);
     } else {
-      found.result = planner::make_plan(costs, request);
+      planner::PlanRequest reporting = request;
+      reporting.progress = progress.callback(index);
+      found.result = planner::make_plan(costs, reporting);
       found.chosen = found.result->best;
     }
     found.chosen.plan.sequence_parallel = args.sequence_parallel;  // as it was costed
+    if (args.dtype) found.chosen.plan.dtype = model.config().dtype;
     if (args.memory_margin) found.chosen.plan.memory_margin = *args.memory_margin / 100;
     for (const auto& stage : found.chosen.plan.stages) {
       if (stage.dp > 1) found.chosen.plan.shard_optimizer = shard_optimizer;
@@ -386,7 +396,8 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
   // the one that fits where only one does.
   std::vector<std::future<Searched>> searches;
   for (const bool sharded : shardings) {
-    searches.push_back(std::async(std::launch::async, search, sharded));
+    searches.push_back(
+        std::async(std::launch::async, search, sharded, static_cast<int>(searches.size())));
   }
   std::optional<Searched> best;
   std::optional<InputError> nothing_fits;
@@ -400,7 +411,11 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
       nothing_fits = error;
     }
   }
-  if (!best) throw *nothing_fits;
+  if (!best) {
+    progress.abandon();
+    throw *nothing_fits;
+  }
+  if (!args.baseline) progress.finish();
   planner::ScoredPlan chosen = std::move(best->chosen);
   const std::optional<planner::PlanResult> result = std::move(best->result);
   if (args.out) write_file_atomically(*args.out, plan_document(chosen).dump(2) + "\n");
@@ -448,16 +463,16 @@ void run_plan(const PlanArgs& args, std::ostream& out) {
 
 }  // namespace
 
-void add_plan_command(CLI::App& app, std::ostream& out) {
+void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* command = app.add_subcommand(
       "plan", "Find the fastest pipeline plan that fits a model on a (mixed) cluster");
   command
       ->add_option("--model,-m", args->model,
                    "Catalogue name, model .yaml, or Hugging Face config.json")
-      ->default_str("gpt3-2.7b");
+      ->default_str(kDefaultModel);
   command->add_option("--cluster,-c", args->cluster, "Cluster .yaml or built-in cluster name")
-      ->default_str("a100-v100-t4");
+      ->default_str(kDefaultCluster);
   command->add_option("--global-batch,-B", args->global_batch, "Sequences per iteration")
       ->required()
       ->check(positive_integer());
@@ -467,6 +482,31 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
       ->add_option("--micro-batch", args->micro_batch,
                    "Fix the micro-batch size (default: search every divisor of the global batch)")
       ->check(positive_integer());
+  command
+      ->add_option("--tp", args->tp,
+                   "Fix tensor parallelism: every stage this tp (Megatron-LM's "
+                   "--tensor-model-parallel-size); the planner searches the rest")
+      ->check(positive_integer());
+  command
+      ->add_option("--pp", args->pp,
+                   "Fix the pipeline: exactly this many device groups (Megatron-LM's "
+                   "--pipeline-model-parallel-size)")
+      ->check(positive_integer());
+  command
+      ->add_option("--dp", args->dp,
+                   "Fix data parallelism: every stage this dp, one pipeline (the micro-batch is "
+                   "split over it)")
+      ->check(positive_integer());
+  command
+      ->add_option("--recompute", args->recompute,
+                   "Fix activation recomputation on every stage: none, selective (attention) or "
+                   "full (default: each stage the least that fits)")
+      ->check(CLI::IsMember(model::recompute_names()));
+  command
+      ->add_option("--dtype", args->dtype,
+                   "Plan for training in this precision (bf16, fp16, fp32; default: the "
+                   "model's); the plan records it")
+      ->check(CLI::IsMember(model::dtype_names()));
   command
       ->add_option("--max-tp", args->max_tp,
                    "Widest tensor parallelism to consider (default: as wide as a node)")
@@ -517,8 +557,10 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
       "  hyperpipe plan --model gpt3-2.7b --cluster a100-v100-t4 --global-batch 64\n"
       "  hyperpipe plan --model llama2-7b --cluster examples/clusters/h100-a100-islands.yaml "
       "--global-batch 256 --explain\n"
-      "  hyperpipe plan --global-batch 64 --baseline uniform --out uniform.json");
-  command->callback([args, &out] { run_plan(*args, out); });
+      "  hyperpipe plan --global-batch 64 --baseline uniform --out uniform.json\n"
+      "  hyperpipe plan --model llama2-7b --cluster examples/clusters/h100-a100-islands.yaml "
+      "--global-batch 256 --tp 2 --pp 4   # your shape, the rest searched");
+  command->callback([args, &out, &err] { run_plan(*args, out, err); });
 }
 
 }  // namespace hyperpipe::cli

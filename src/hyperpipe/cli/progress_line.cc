@@ -16,7 +16,9 @@ constexpr int kBarWidth = 24;
 }  // namespace
 
 bool is_terminal(const std::ostream& out) {
-  return &out == &std::cout && isatty(fileno(stdout));
+  if (&out == &std::cout) return isatty(fileno(stdout));
+  if (&out == &std::cerr) return isatty(fileno(stderr));
+  return false;
 }
 
 ProgressLine::ProgressLine(std::ostream& out, bool terminal) : out_(out), terminal_(terminal) {}
@@ -30,6 +32,10 @@ void ProgressLine::update(int done, int total, const std::string& what) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     line += fmt::format(", {} left", format_eta(elapsed / done * (total - done)));
   }
+  show(std::move(line));
+}
+
+void ProgressLine::show(std::string line) {
   if (!terminal_) {
     out_ << line << '\n' << std::flush;
     return;

@@ -9,7 +9,7 @@
 
 namespace hyperpipe::cli {
 
-// Whether `out` is this process's standard output and that is a terminal.
+// Whether `out` is this process's standard output or error and that is a terminal.
 bool is_terminal(const std::ostream& out);
 
 class ProgressLine {
@@ -18,6 +18,8 @@ class ProgressLine {
   // `done` of `total` steps, the one just done named `what`; the time left is the mean time
   // per step so far times the steps left.
   void update(int done, int total, const std::string& what);
+  // A line of the caller's own: drawn over the last one on a terminal, else printed.
+  void show(std::string line);
   // Ends the redrawn line (nothing when not on a terminal).
   void finish();
 

@@ -1,4 +1,5 @@
-// `hyperpipe simulate`: a plan file run on the cost model, event by event.
+// `hyperpipe simulate`: a plan file, or a run described as Megatron-LM's command line
+// describes it, run on the cost model event by event.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -8,18 +9,41 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/estimator_option.h"
 #include "hyperpipe/cli/output_format.h"
+#include "hyperpipe/cli/planner_alternatives.h"
 #include "hyperpipe/cli/simulation_report.h"
+#include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
+#include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/plan/checked_plan.h"
+#include "hyperpipe/plan/plan_json.h"
+#include "hyperpipe/planner/run_shape.h"
 #include "hyperpipe/trace/chrome_trace.h"
 #include "hyperpipe/trace/svg_gantt.h"
 
 namespace hyperpipe::cli {
 namespace {
 
+// A run described as Megatron-LM's command line describes it, in place of a plan file.
+struct RunArgs {
+  std::optional<std::string> model;
+  std::optional<int64_t> global_batch;
+  int tp = 1;
+  int pp = 1;
+  std::optional<int> dp;  // unset: the cluster's GPUs over tp × pp
+  int64_t micro_batch = 1;
+  int virtual_stages = 1;
+  std::string recompute = "none";
+  bool sequence_parallel = false;
+  bool distributed_optimizer = false;
+  std::optional<std::string> dtype;
+  int64_t seq_len = 0;
+  std::vector<CLI::Option*> options;  // every flag above, to tell whether any was given
+};
+
 struct SimulateArgs {
-  std::string plan;
+  std::optional<std::string> plan;
+  RunArgs run;
   std::optional<std::string> cluster;
   std::optional<std::string> profiles;
   cost::Estimator estimator = cost::CostOptions{}.estimator;
@@ -31,15 +55,92 @@ struct SimulateArgs {
   OutputFormat format = OutputFormat::table;
 };
 
+bool described(const RunArgs& run) {
+  for (const CLI::Option* option : run.options) {
+    if (option->count() > 0) return true;
+  }
+  return false;
+}
+
+// The described run's shape; dp, where not given, from the cluster's GPUs.
+planner::RunShape run_shape(const RunArgs& args, int devices, plan::Framework runtime) {
+  planner::RunShape run;
+  run.tp = args.tp;
+  run.pp = args.pp;
+  // Megatron-LM's data-parallel size: the world size over tp × pp, which must divide it.
+  if (!args.dp && devices % (args.tp * args.pp) != 0) {
+    throw InputError(
+        fmt::format("--tp {} --pp {}", args.tp, args.pp), "",
+        fmt::format("tp × pp dividing the cluster's {} GPUs (or --dp to use fewer)", devices));
+  }
+  run.dp = args.dp ? *args.dp : devices / (args.tp * args.pp);
+  run.micro_batch = args.micro_batch;
+  run.global_batch = *args.global_batch;
+  run.seq_len = args.seq_len;
+  run.virtual_stages = args.virtual_stages;
+  run.recompute = *model::parse_recompute(args.recompute);
+  run.sequence_parallel = args.sequence_parallel;
+  run.shard_optimizer = args.distributed_optimizer;
+  run.runtime = runtime;
+  return run;
+}
+
+// What simulate runs: a plan file's plan, or the described run's.
+struct Simulated {
+  plan::Plan plan;
+  model::Model model;
+  cluster::Cluster cluster;
+  std::string source;  // the plan file, or the run's flags, for messages
+  std::optional<planner::RunShape> run;
+};
+
+Simulated load_simulated(const SimulateArgs& args) {
+  if (args.plan && described(args.run)) {
+    throw InputError("--plan", *args.plan,
+                     "no run description beside it (--model, --global-batch, --tp, --pp, --dp, "
+                     "--micro-batch, …): a plan file or a description, not both");
+  }
+  if (args.plan) {
+    auto [plan, model, cluster] = plan::load_checked_plan(*args.plan, args.cluster);
+    return {std::move(plan), std::move(model), std::move(cluster), *args.plan, std::nullopt};
+  }
+  if (!args.run.global_batch) {
+    throw InputError("simulate", "",
+                     "--plan FILE, or a run described as Megatron-LM's command line: --model M "
+                     "--cluster C --global-batch B [--tp T --pp P --dp D --micro-batch b]");
+  }
+  model::Model model = model::load_model(args.run.model.value_or(kDefaultModel));
+  if (args.run.dtype) {
+    auto config = model.config();
+    config.dtype = *model::parse_dtype(*args.run.dtype);
+    model = model::Model(std::move(config));
+  }
+  const std::string cluster_ref = args.cluster.value_or(kDefaultCluster);
+  cluster::Cluster cluster = cluster::load_cluster(cluster_ref);
+  const auto runtime = args.runtime ? plan::parse_framework(*args.runtime)
+                                    : std::optional{plan::Framework::megatron};
+  if (!runtime) {
+    throw InputError("--runtime", *args.runtime,
+                     fmt::format("one of {}", fmt::join(plan::framework_names(), ", ")));
+  }
+  const auto run = run_shape(args.run, static_cast<int>(cluster.devices().size()), *runtime);
+  const cost::CostModel costs(model, cluster);
+  plan::Plan plan =
+      planner::plan_of_run(run, costs, args.run.model.value_or(kDefaultModel), cluster_ref);
+  if (args.run.dtype) plan.dtype = model.config().dtype;
+  return {std::move(plan), std::move(model), std::move(cluster),
+          fmt::format("--tp {} --pp {} --dp {}", run.tp, run.pp, run.dp), run};
+}
+
 void run_simulate(const SimulateArgs& args, std::ostream& out) {
-  auto [plan, model, cluster] = plan::load_checked_plan(args.plan, args.cluster);
+  auto [plan, model, cluster, source, run] = load_simulated(args);
   if (args.overlap_allreduce) plan.overlap_allreduce = true;
   std::optional<cost::ProfileDb> profiles;
   if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
   cost::CostOptions cost_options;
   cost_options.estimator = args.estimator;
   const cost::CostModel costs(model, cluster, cost_options, profiles ? &*profiles : nullptr);
-  if (args.runtime) {
+  if (args.runtime && !run) {
     const auto framework = plan::parse_framework(*args.runtime);
     if (!framework) {
       throw InputError("--runtime", *args.runtime,
@@ -47,8 +148,8 @@ void run_simulate(const SimulateArgs& args, std::ostream& out) {
     }
     if (const auto refused = plan::refusal(plan, *framework)) {
       throw InputError("--runtime", *args.runtime,
-                       fmt::format("a framework that can run {} ({}: {})", args.plan,
-                                   refused->field, refused->reason));
+                       fmt::format("a framework that can run {} ({}: {})", source, refused->field,
+                                   refused->reason));
     }
     plan.runtime = *framework;
   }
@@ -81,14 +182,83 @@ void run_simulate(const SimulateArgs& args, std::ostream& out) {
     write_file_atomically(*args.trace, trace::chrome_trace(simulation.output.timeline).dump());
   }
   if (args.svg) write_file_atomically(*args.svg, trace::svg_gantt(simulation.output.timeline));
-  const auto report = simulation_report(plan, simulation, model.config().name, cluster.name(), seq);
-  if (args.format == OutputFormat::json) {
-    out << report.dump(2) << '\n';
-  } else {
-    print_simulation_tables(report, out);
-    if (args.trace) out << "Trace (open in ui.perfetto.dev): " << *args.trace << '\n';
-    if (args.svg) out << "Timeline chart: " << *args.svg << '\n';
+  auto report = simulation_report(plan, simulation, model.config().name, cluster.name(), seq);
+  // Beside a described run, what the planner would do instead.
+  std::vector<Alternative> alternatives;
+  if (run) {
+    const planner::BatchSettings batch(plan.model, plan.cluster, run->global_batch, plan.seq_len,
+                                       {}, plan.runtime);
+    alternatives = planner_alternatives(model, cluster, cost_options,
+                                        profiles ? &*profiles : nullptr, batch, *run);
   }
+  const double iteration = simulation.output.iteration_time;
+  if (args.format == OutputFormat::json) {
+    if (run) {
+      report["plan"] = plan::to_json(plan);
+      report["planner"] = alternatives_json(alternatives, iteration);
+    }
+    out << report.dump(2) << '\n';
+    return;
+  }
+  if (run) {
+    out << fmt::format(
+        "{} run: tp {} × pp {} × dp {} on GPUs {} of {}, micro-batch {} per data-parallel "
+        "rank{}\n\n",
+        plan::traits(plan.runtime).display_name, run->tp, run->pp, run->dp,
+        plan::format_devices(plan::devices_in_rank_order(plan)), cluster.name(), run->micro_batch,
+        run->virtual_stages > 1 ? fmt::format(", {} virtual stages per rank", run->virtual_stages)
+                                : "");
+  }
+  print_simulation_tables(report, out);
+  if (run) print_alternatives(alternatives, iteration, out);
+  if (args.trace) out << "Trace (open in ui.perfetto.dev): " << *args.trace << '\n';
+  if (args.svg) out << "Timeline chart: " << *args.svg << '\n';
+}
+
+void add_run_options(CLI::App& command, RunArgs& run) {
+  const char* group = "A run described as Megatron-LM's command line (instead of --plan)";
+  const auto add = [&](CLI::Option* option) {
+    option->group(group);
+    run.options.push_back(option);
+    return option;
+  };
+  add(command.add_option("--model,-m", run.model,
+                         "Catalogue name, model .yaml, or Hugging Face config.json "
+                         "(default gpt3-2.7b)"));
+  add(command.add_option("--global-batch,-B", run.global_batch,
+                         "Sequences per iteration (--global-batch-size)"))
+      ->check(positive_integer());
+  add(command.add_option("--tp", run.tp, "Tensor-parallel size (--tensor-model-parallel-size)"))
+      ->check(positive_integer())
+      ->default_str("1");
+  add(command.add_option("--pp", run.pp, "Pipeline-parallel size (--pipeline-model-parallel-size)"))
+      ->check(positive_integer())
+      ->default_str("1");
+  add(command.add_option("--dp", run.dp,
+                         "Data-parallel size (default: the cluster's GPUs over tp × pp); ranks "
+                         "are numbered tp first, then dp, then pp, rank r on device r"))
+      ->check(positive_integer());
+  add(command.add_option("--micro-batch", run.micro_batch,
+                         "Sequences per data-parallel rank per micro-batch (--micro-batch-size)"))
+      ->check(positive_integer())
+      ->default_str("1");
+  add(command.add_option("--virtual-stages", run.virtual_stages,
+                         "Model chunks per pipeline rank: interleaved 1F1B when more than one "
+                         "(--num-virtual-stages-per-pipeline-rank)"))
+      ->check(positive_integer())
+      ->default_str("1");
+  add(command.add_option("--recompute", run.recompute,
+                         "Activation recomputation on every stage: none, selective, full "
+                         "(--recompute-granularity)"))
+      ->check(CLI::IsMember(model::recompute_names()))
+      ->default_str("none");
+  add(command.add_flag("--sequence-parallel", run.sequence_parallel, "--sequence-parallel"));
+  add(command.add_flag("--distributed-optimizer", run.distributed_optimizer,
+                       "Optimizer state sharded over dp (--use-distributed-optimizer)"));
+  add(command.add_option("--dtype", run.dtype, "bf16, fp16 or fp32 (default: the model's)"))
+      ->check(CLI::IsMember(model::dtype_names()));
+  add(command.add_option("--seq", run.seq_len, "Sequence length (default: the model's)"))
+      ->check(positive_integer());
 }
 
 }  // namespace
@@ -97,9 +267,12 @@ void add_simulate_command(CLI::App& app, std::ostream& out) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* command = app.add_subcommand(
       "simulate", "Simulate a plan event by event and show its predicted timeline");
-  command->add_option("--plan,-p", args->plan, "Plan file (docs/formats.md)")->required();
+  command->add_option("--plan,-p", args->plan,
+                      "Plan file (docs/formats.md); or describe a run with the options below");
   command->add_option("--cluster,-c", args->cluster,
-                      "Cluster to run it on instead of the one the plan names");
+                      "Cluster to run it on instead of the one the plan names (for a described "
+                      "run: its cluster, default a100-v100-t4)");
+  add_run_options(*command, args->run);
   command->add_option("--profiles", args->profiles, "Profile database to prefer over estimates");
   add_estimator_option(*command, args->estimator);
   command->add_option("--trace", args->trace, "Write a Chrome/Perfetto trace (JSON) here");
@@ -124,7 +297,10 @@ void add_simulate_command(CLI::App& app, std::ostream& out) {
       "  hyperpipe simulate --plan examples/plans/gpt3-2.7b-4stage.json\n"
       "  hyperpipe simulate --plan plan.json --trace trace.json --svg timeline.svg\n"
       "  hyperpipe simulate --plan plan.json --profiles measured.json --format json\n"
-      "  hyperpipe simulate --plan plan.json --runtime megatron   # as Megatron-LM would run it");
+      "  hyperpipe simulate --plan plan.json --runtime megatron   # as Megatron-LM would run it\n"
+      "  hyperpipe simulate --model llama2-7b --cluster examples/clusters/h100-a100-islands.yaml "
+      "--tp 2 --pp 4 --dp 4 --micro-batch 1 --global-batch 512   # a Megatron-LM run, and what "
+      "the planner would do instead");
   command->callback([args, &out] { run_simulate(*args, out); });
 }
 

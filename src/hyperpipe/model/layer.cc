@@ -80,6 +80,17 @@ std::string_view to_string(Recompute recompute) {
   return "none";
 }
 
+std::optional<Recompute> parse_recompute(std::string_view name) {
+  for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
+    if (name == to_string(recompute)) return recompute;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> recompute_names() {
+  return {"none", "selective", "full"};
+}
+
 Layer::Layer(LayerKind kind, int index, const TransformerConfig& config)
     : kind_(kind), index_(index), config_(config) {}
 

@@ -7,7 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "hyperpipe/model/transformer_config.h"
 
@@ -21,6 +24,9 @@ std::string_view to_string(LayerKind kind);
 // dropout), full keeps only each block's input and reruns its forward in backward.
 enum class Recompute { none, selective, full };
 std::string_view to_string(Recompute recompute);
+std::optional<Recompute> parse_recompute(std::string_view name);
+// "none", "selective", "full", in the enum's order (for option checks and messages).
+std::vector<std::string> recompute_names();
 
 // What `selective` keeps is the framework's choice. Megatron-LM's (and HyperPipe's)
 // recomputes the attention core (Korthikanti et al.). torchtitan's per-op policy keeps the

@@ -17,8 +17,9 @@ struct CheckedPlan {
   cluster::Cluster cluster;
 };
 
-// `cluster`: a built-in name or file to use instead of the one the plan names. Throws
-// InputError naming the file at fault (plan_checks.h).
+// `cluster`: a built-in name or file to use instead of the one the plan names. The model
+// is in the plan's `dtype` where it sets one. Throws InputError naming the file at fault
+// (plan_checks.h).
 CheckedPlan load_checked_plan(const std::string& path,
                               const std::optional<std::string>& cluster = std::nullopt);
 

@@ -12,8 +12,7 @@ namespace hyperpipe::plan {
 namespace {
 
 model::Recompute read_recompute(const YamlField& field) {
-  static const std::vector<std::string> names{"none", "selective", "full"};
-  return static_cast<model::Recompute>(field.as_choice(names));
+  return static_cast<model::Recompute>(field.as_choice(model::recompute_names()));
 }
 
 int read_count(const YamlField& field) {
@@ -149,6 +148,7 @@ Plan read_plan(const YamlField& root) {
                                   "predicted",
                                   "overlap_allreduce",
                                   "gradient_reduce_dtype",
+                                  "dtype",
                                   "sequence_parallel",
                                   "runtime",
                                   "shard_optimizer",
@@ -170,6 +170,11 @@ Plan read_plan(const YamlField& root) {
     const auto dtype = model::parse_dtype(reduce->as_string());
     if (!dtype) reduce->fail(fmt::format("one of {}", fmt::join(model::dtype_names(), ", ")));
     plan.gradient_reduce_dtype = *dtype;
+  }
+  if (auto field = root.optional("dtype")) {
+    const auto dtype = model::parse_dtype(field->as_string());
+    if (!dtype) field->fail(fmt::format("one of {}", fmt::join(model::dtype_names(), ", ")));
+    plan.dtype = *dtype;
   }
   read_pipeline(root, plan);
   if (auto replicas = root.optional("replicas")) {

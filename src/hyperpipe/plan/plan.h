@@ -61,6 +61,9 @@ struct Plan : Pipeline {
   // The type the data-parallel all-reduce moves a mixed-precision run's fp32 main grads
   // in: fp32 (Megatron-LM's default), or bf16/fp16 for half the bytes.
   model::DType gradient_reduce_dtype = model::DType::fp32;
+  // The precision the plan was costed in and its run trains in unless told otherwise (`plan
+  // --dtype`); unset: the model's own.
+  std::optional<model::DType> dtype;
   // Megatron-LM's sequence parallelism in every stage with tp > 1 (runtime/
   // sequence_parallel.h): the norms' and dropouts' activations split along the sequence.
   bool sequence_parallel = false;

@@ -31,6 +31,7 @@ nlohmann::json to_json(const Plan& plan) {
   if (plan.runtime != Framework::hyperpipe) doc["runtime"] = std::string(to_string(plan.runtime));
   if (plan.shard_optimizer) doc["shard_optimizer"] = true;
   if (plan.memory_margin) doc["memory_margin"] = *plan.memory_margin;
+  if (plan.dtype) doc["dtype"] = std::string(model::to_string(*plan.dtype));
   if (plan.gradient_reduce_dtype != model::DType::fp32) {
     doc["gradient_reduce_dtype"] = std::string(model::to_string(plan.gradient_reduce_dtype));
   }

@@ -39,6 +39,16 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
   // (by their lower bound), whose pipelines bound the full searches below from the start. A
   // size whose bound cannot enter the best few probed so far is not probed: the full search
   // skips it by the same rule.
+  const auto search_options = [&](int64_t micro_batch) {
+    SearchOptions search;
+    search.micro_batches = static_cast<int>(options.global_batch / micro_batch);
+    search.max_stages = options.max_stages;
+    search.stages = options.stages;
+    search.recompute = options.recompute;
+    search.keep = options.keep;
+    search.per_order = options.every_order;
+    return search;
+  };
   auto& found = result.candidates;
   const auto kth_best = [&]() {
     if (static_cast<int>(found.size()) < options.keep)
@@ -55,9 +65,9 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
     std::stable_sort(by_bound.begin(), by_bound.end(),
                      [](const Size* a, const Size* b) { return a->bound < b->bound; });
     for (const Size* size : by_bound) {
-      SearchOptions probe;
-      probe.micro_batches = static_cast<int>(options.global_batch / size->micro_batch);
-      probe.max_stages = options.max_stages;
+      SearchOptions probe = search_options(size->micro_batch);
+      probe.keep = 1;
+      probe.per_order = false;
       probe.max_orders = 1;
       probe.prune_above = kth_best();
       if (size->bound >= probe.prune_above) continue;
@@ -74,11 +84,7 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
   };
 
   for (const Size& size : sizes) {
-    SearchOptions search;
-    search.micro_batches = static_cast<int>(options.global_batch / size.micro_batch);
-    search.max_stages = options.max_stages;
-    search.keep = options.keep;
-    search.per_order = options.every_order;
+    SearchOptions search = search_options(size.micro_batch);
     if (!options.every_order && static_cast<int>(found.size()) >= options.keep) {
       // Only what could enter the best few of all sizes so far.
       search.prune_above = kth_best();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "hyperpipe/cost/cost_model.h"
@@ -33,10 +34,12 @@ struct CandidateOptions {
   int64_t seq_len = 0;  // 0: the model's
   std::vector<int64_t> micro_batch_sizes;
   int max_stages = 32;
-  int max_tp = std::numeric_limits<int>::max();  // tensor parallelism at most this
-  int only_dp = 0;                               // every stage this dp (0: any)
-  int only_tp = 0;                               // every stage this tp (0: any)
-  int keep = 3;                                  // exact best pipelines wanted over all sizes
+  int max_tp = std::numeric_limits<int>::max();              // tensor parallelism at most this
+  int only_dp = 0;                                           // every stage this dp (0: any)
+  int only_tp = 0;                                           // every stage this tp (0: any)
+  int stages = 0;                                            // exactly this many stages (0: any)
+  std::optional<model::Recompute> recompute = std::nullopt;  // every stage this one (unset: least)
+  int keep = 3;              // exact best pipelines wanted over all sizes
   bool every_order = false;  // every class order's best, no pruning across orders
 };
 

@@ -84,20 +84,24 @@ class Enumeration {
   // devices of that class taken by the stages after it.
   void place(int end, int k, int used) {
     const int after = static_cast<int>(stages_.size());
-    if (after >= options_.space.max_stages || out_of_time()) return;
+    const int most = options_.space.stages > 0 ? options_.space.stages : options_.space.max_stages;
+    if (after >= most || out_of_time()) return;
     const int cls = order_[k];
     const int in_flight = std::min(after + 1, micro_batches_);
     const auto& shapes = oracle_.shapes(cls);
     for (int g = 0; g < static_cast<int>(shapes.size()) && result_.complete; ++g) {
       const int taken = used + shapes[g].size();
       if (taken > oracle_.class_size(cls)) continue;
-      int option = 0;
+      // Every recomputation option, or only the one the space fixes.
+      const auto& fixed = options_.space.recompute;
+      int option = fixed ? static_cast<int>(*fixed) : 0;
+      const int end_option = fixed ? option + 1 : 3;
       for (int first = end - 1; first >= 0; --first) {
-        while (option < 3 &&
+        while (option < end_option &&
                !oracle_.fits(cls, g, first, end, kRecomputeOptions[option], in_flight)) {
           ++option;
         }
-        if (option == 3) break;  // more layers fit no better
+        if (option == end_option) break;  // more layers fit no better
         const double time = oracle_.stage_time(cls, g, first, end, kRecomputeOptions[option]);
         // Nor run faster: the group's compute, then its optimizer step (iteration_lower_bound).
         if (options_.prune &&
@@ -125,6 +129,8 @@ class Enumeration {
 
   void evaluate() {
     if (out_of_time()) return;
+    const int stages = static_cast<int>(stages_.size());
+    if (options_.space.stages > 0 && stages != options_.space.stages) return;
     Candidate candidate;
     candidate.micro_batch = micro_batch_;
     candidate.pipeline.order = order_;
@@ -206,8 +212,8 @@ ExhaustiveResult exhaustive_search(const cost::CostModel& costs, const Exhaustiv
   double incumbent = options.incumbent;
   for (int64_t b : options.batch.micro_batch_sizes) {
     // One dp on every stage: each dp a class offers at this size, searched apart.
-    std::vector<int> dps{0};
-    if (options.space.same_dp) {
+    std::vector<int> dps{options.space.dp};
+    if (options.space.same_dp && options.space.dp == 0) {
       dps.clear();
       for (const auto& cls : classes) {
         for (const Shape& shape : class_shapes(
@@ -217,7 +223,7 @@ ExhaustiveResult exhaustive_search(const cost::CostModel& costs, const Exhaustiv
       }
     }
     for (int dp : dps) {
-      const CostOracle oracle(costs, classes, b, seq, options.space.max_tp, dp);
+      const CostOracle oracle(costs, classes, b, seq, options.space.max_tp, dp, options.space.tp);
       Enumeration(costs, classes, oracle, b, options, result, incumbent, start).run();
     }
   }

@@ -146,7 +146,9 @@ class Refinement {
   void try_move(plan::Plan moved, const std::vector<int>& touched) {
     if (!within(moved, space_)) return;
     for (int s : touched) {
-      const auto recompute = least_recompute(costs_, moved, s);
+      // A recomputation the user fixed stays; a plan it does not fit is pruned below.
+      const auto recompute =
+          space_.recompute ? space_.recompute : least_recompute(costs_, moved, s);
       if (!recompute) return;
       moved.stages[s].recompute = *recompute;
     }

@@ -28,20 +28,31 @@ std::string PlanSpace::limits_text() const {
   if (same_dp) add("--same-dp");
   if (same_tp) add("--same-tp");
   if (micro_batch != 0) add("--micro-batch " + std::to_string(micro_batch));
+  if (dp != 0) add("--dp " + std::to_string(dp));
+  if (tp != 0) add("--tp " + std::to_string(tp));
+  if (stages != 0) add("--pp " + std::to_string(stages));
+  if (recompute) add("--recompute " + std::string(model::to_string(*recompute)));
   if (!schedules.empty()) add("--schedule " + schedules_text());
   return text;
 }
 
+bool PlanSpace::one_pipeline() const {
+  return same_dp || same_tp || micro_batch != 0 || dp != 0 || tp != 0 || stages != 0;
+}
+
 bool within(const plan::Plan& plan, const PlanSpace& space) {
-  if ((space.same_dp || space.same_tp || space.micro_batch) && plan.pipeline_count() != 1) {
-    return false;
-  }
+  if (space.one_pipeline() && plan.pipeline_count() != 1) return false;
   if (space.micro_batch && plan.micro_batch_size != space.micro_batch) return false;
   for (int p = 0; p < plan.pipeline_count(); ++p) {
     const auto& pipeline = plan.pipeline(p);
     if (pipeline.ranks() > space.max_stages || !space.allows(pipeline.schedule)) return false;
+    if (space.stages != 0 && pipeline.ranks() != space.stages) return false;
     for (const auto& stage : pipeline.stages) {
       if (stage.tp > space.max_tp) return false;
+      if ((space.dp != 0 && stage.dp != space.dp) || (space.tp != 0 && stage.tp != space.tp)) {
+        return false;
+      }
+      if (space.recompute && stage.recompute != *space.recompute) return false;
       if (space.same_dp && stage.dp != pipeline.stages.front().dp) return false;
       if (space.same_tp && stage.tp != pipeline.stages.front().tp) return false;
     }

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,13 @@ struct PlanSpace {
   bool same_tp = false;
   // One micro-batch size (0: every size of micro_batch_sizes); one pipeline then.
   int64_t micro_batch = 0;
+  // The shape a user already runs, fixed (0 or unset: searched). Each fixes one pipeline:
+  // every stage this data- and tensor-parallel degree, exactly this many device groups
+  // (Megatron-LM's pipeline-parallel size), every stage this recomputation.
+  int dp = 0;
+  int tp = 0;
+  int stages = 0;
+  std::optional<model::Recompute> recompute = std::nullopt;
   // The schedule kinds a plan may use; empty: every kind.
   std::vector<schedule::ScheduleKind> schedules;
 
@@ -44,11 +52,14 @@ struct PlanSpace {
   std::string schedules_text() const;
   // The limits set, as flags ("--max-stages 2, --same-dp"); empty when none is.
   std::string limits_text() const;
+  // Whether some choice fixes the plan to one pipeline (no pipelines side by side).
+  bool one_pipeline() const;
 };
 
 // Whether a plan lies within the space's limits: at most max_stages device groups and tp at
 // most max_tp in every pipeline, allowed schedule kinds, with same_dp one pipeline whose
-// stages share one dp, with micro_batch one pipeline of that micro-batch size.
+// stages share one dp, with micro_batch one pipeline of that micro-batch size, and every
+// fixed choice (dp, tp, stages, recompute) as fixed.
 bool within(const plan::Plan& plan, const PlanSpace& space);
 
 // Every micro-batch size of the space: the divisors of `global_batch` that leave at most

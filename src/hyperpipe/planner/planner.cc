@@ -45,6 +45,56 @@ std::vector<int> shape_values(const cost::CostModel& costs, const std::vector<De
   return values;
 }
 
+// A fixed tp or dp that no class's shapes offer, or more device groups than the chain has
+// layers or the cluster devices: refused at once, naming the flag and what it allows.
+void check_fixed_shape(const cost::CostModel& costs, const std::vector<DeviceClass>& classes,
+                       const PlanRequest& request) {
+  const auto& space = request.space;
+  const auto check = [&](int fixed, int Shape::*degree, const char* flag, const char* what) {
+    if (fixed == 0) return;
+    const auto offered = shape_values(costs, classes, request, degree);
+    if (std::find(offered.begin(), offered.end(), fixed) != offered.end()) return;
+    throw InputError(flag, std::to_string(fixed),
+                     fmt::format("{} some GPU group of {} allows: {}", what, costs.cluster().name(),
+                                 fmt::join(offered, ", ")));
+  };
+  check(space.tp, &Shape::tp, "--tp",
+        "a tensor-parallel degree (a power of two within a node, dividing the model's heads)");
+  check(space.dp, &Shape::dp, "--dp",
+        "a data-parallel degree (at most the micro-batch's sequences)");
+  const int layers = costs.model().num_layers();
+  const int devices = static_cast<int>(costs.cluster().devices().size());
+  // dp and tp both fixed: every stage a group of dp × tp GPUs of one class.
+  if (space.dp != 0 && space.tp != 0) {
+    const DeviceClass* largest = &classes.front();
+    for (const auto& cls : classes) {
+      if (cls.count() > largest->count()) largest = &cls;
+    }
+    const int group = space.dp * space.tp;
+    if (group > largest->count()) {
+      throw InputError(fmt::format("--dp {} --tp {}", space.dp, space.tp), "",
+                       fmt::format("stages of at most {} GPUs: each stage takes dp × tp = {} "
+                                   "GPUs of one type in one island, and the largest such class "
+                                   "of {} has {} ({})",
+                                   largest->count(), group, costs.cluster().name(),
+                                   largest->count(), largest->name));
+    }
+    if (space.stages != 0 && space.stages * group > devices) {
+      throw InputError(fmt::format("--pp {}", space.stages),
+                       fmt::format("--dp {} --tp {}", space.dp, space.tp),
+                       fmt::format("pp × dp × tp at most the {} GPUs of {}, not {} × {} × {} = {}",
+                                   devices, costs.cluster().name(), space.stages, space.dp,
+                                   space.tp, space.stages * group));
+    }
+  }
+  if (space.stages > std::min(layers, devices)) {
+    throw InputError(
+        "--pp", std::to_string(space.stages),
+        fmt::format("at most {} device groups: the chain has {} layers and {} {} GPUs",
+                    std::min(layers, devices), layers, costs.cluster().name(), devices));
+  }
+}
+
 // What the cluster's GPUs hold together for a plan's tensors, and the least and most each
 // keeps back whatever the plan: the margin, and its type's reserved_memory where the
 // cluster sets one, else its context and workspaces.
@@ -99,29 +149,6 @@ std::optional<std::string> total_memory_shortfall(const cost::CostModel& costs) 
       cluster.devices().size(), cluster.name(), reserved_range(costs));
 }
 
-// Closes make_plan's phases one after another into `phases`: each one's time and what it
-// simulated.
-class PhaseClock {
- public:
-  explicit PhaseClock(std::vector<PlanPhase>& phases)
-      : phases_(phases), start_(std::chrono::steady_clock::now()), tally_(simulation_tally()) {}
-
-  void close(std::string name) {
-    const auto now = std::chrono::steady_clock::now();
-    const SimulationTally& tally = simulation_tally();
-    phases_.push_back({std::move(name), std::chrono::duration<double>(now - start_).count(),
-                       tally.simulations - tally_.simulations,
-                       tally.simulated_ops - tally_.simulated_ops});
-    start_ = now;
-    tally_ = tally;
-  }
-
- private:
-  std::vector<PlanPhase>& phases_;
-  std::chrono::steady_clock::time_point start_;
-  SimulationTally tally_;
-};
-
 // Throws the planner's refusal: why no plan fits, and the limits the request set.
 [[noreturn]] void throw_infeasible(const cost::CostModel& costs, const PlanRequest& request) {
   std::string reason = infeasibility_reason(costs, request);
@@ -152,12 +179,32 @@ void restrict_to_framework(plan::Framework framework, PlanRequest& request) {
   request.replicas = request.replicas && traits.replicas;
 }
 
+std::vector<bool> optimizer_shardings(const std::string& asked, plan::Framework framework) {
+  const auto& traits = plan::traits(framework);
+  if (asked == "on" && !traits.shards_optimizer) {
+    throw InputError("--shard-optimizer", asked,
+                     fmt::format("off or auto: {} keeps the whole optimizer state on every "
+                                 "data-parallel rank",
+                                 traits.display_name));
+  }
+  if (asked == "on") return {true};
+  if (asked == "off" || !traits.shards_optimizer) return {false};
+  if (traits.reduce_scatters_gradients) return {true};
+  return {false, true};
+}
+
 PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
+  const auto classes = device_classes(costs.cluster());
+  check_fixed_shape(costs, classes, request);
   // Refused at once (the same message as after a search) where no shape can fit.
   if (total_memory_shortfall(costs)) throw_infeasible(costs, request);
-  const auto classes = device_classes(costs.cluster());
   PlanResult result;
-  PhaseClock clock(result.phases);
+  const bool replicas = request.replicas && !request.space.one_pipeline();
+  std::vector<std::string> phases{"search", "first pass", "schedules and refinement"};
+  if (replicas) phases.push_back("replicas");
+  phases.push_back("baselines");
+  if (request.peers) phases.push_back("peers' spaces");
+  PhaseClock clock(result.phases, phases, request.progress, request.space);
 
   // 1. The search, for every micro-batch size (and, for one dp or tp on every stage, every
   // dp and tp).
@@ -167,14 +214,21 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   options.micro_batch_sizes = request.batch.micro_batch_sizes;
   options.max_stages = request.space.max_stages;
   options.max_tp = request.space.max_tp;
+  options.stages = request.space.stages;
+  options.recompute = request.space.recompute;
   options.keep = kRescoredCandidates;
   options.every_order = request.every_order;
   std::vector<CandidateSearch> searches;
-  const auto values = [&](bool same, int Shape::*degree) {
+  const auto values = [&](bool same, int fixed, int Shape::*degree) {
+    if (fixed != 0) return std::vector<int>{fixed};
     return same ? shape_values(costs, classes, request, degree) : std::vector<int>{0};
   };
-  for (int dp : values(request.space.same_dp, &Shape::dp)) {
-    for (int tp : values(request.space.same_tp, &Shape::tp)) {
+  const auto dps = values(request.space.same_dp, request.space.dp, &Shape::dp);
+  const auto tps = values(request.space.same_tp, request.space.tp, &Shape::tp);
+  const int shape_count = static_cast<int>(dps.size() * tps.size());
+  for (int dp : dps) {
+    for (int tp : tps) {
+      clock.step(static_cast<int>(searches.size()), shape_count);
       options.only_dp = dp;
       options.only_tp = tp;
       searches.push_back(search_candidates(costs, classes, options));
@@ -210,7 +264,9 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   std::map<std::vector<int>, bool> order_seen;
   std::map<int64_t, bool> size_seen;
   int within_margin = 0;
+  int looked_at = 0;
   for (const auto& [candidate, search] : candidates) {
+    clock.step(looked_at++, static_cast<int>(candidates.size()));
     const bool first_of_order = !order_seen[candidate->pipeline.order];
     const bool first_of_size = !size_seen[candidate->micro_batch];
     order_seen[candidate->pipeline.order] = true;
@@ -241,6 +297,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     log().debug("planner: {} ({} stages, micro-batch {}): estimate {:.4f} s, 1F1B {:.4f} s{}",
                 scored.label, scored.plan.stages.size(), candidate->micro_batch, scored.estimate,
                 scored.iteration_time(), scored.fits ? "" : " (does not fit)");
+    clock.offer(scored);
     first_pass.push_back({std::move(scored), first_of_order});
   }
   clock.close("first pass");
@@ -256,6 +313,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     auto scored = best_schedule(costs, plan.plan, plan.label, request.space);
     if (!scored) return std::nullopt;
     scored->estimate = plan.estimate;
+    clock.offer(*scored);
     searched.push_back(*scored);
     return scored;
   };
@@ -263,7 +321,9 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   // the others.
   std::map<std::pair<std::string, size_t>, bool> layout_seen;
   int layouts = 0;
-  for (size_t rank : by_time) {
+  for (size_t at = 0; at < by_time.size(); ++at) {
+    clock.step(static_cast<int>(at), static_cast<int>(by_time.size()));
+    const size_t rank = by_time[at];
     const auto& [first, first_of_order] = first_pass[rank];
     const bool new_layout = !layout_seen[{first.label, first.plan.stages.size()}];
     layout_seen[{first.label, first.plan.stages.size()}] = true;
@@ -280,14 +340,15 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     if (scheduled) {
       searched.push_back(scheduled->plan == first.plan ? refined
                                                        : refine(costs, *scheduled, request.space));
+      clock.offer(searched.back());
     }
   }
 
   clock.close("schedules and refinement");
   // 3. Pipelines of different composition side by side, each with its share of the batch.
-  if (request.replicas && !request.space.same_dp && !request.space.same_tp &&
-      !request.space.micro_batch) {
+  if (replicas) {
     for (auto& scored : search_replicas(costs, classes, {request.batch, request.space})) {
+      clock.offer(scored);
       result.per_order.push_back(scored);
       searched.push_back(std::move(scored));
     }
@@ -296,8 +357,11 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   }
 
   // 4. The baselines, scored the same way.
-  for (const auto& name : baseline_names()) {
-    if (auto baseline = best_baseline(costs, request.batch, *parse_baseline(name))) {
+  const auto baselines = baseline_names();
+  for (size_t b = 0; b < baselines.size(); ++b) {
+    clock.step(static_cast<int>(b), static_cast<int>(baselines.size()));
+    if (auto baseline = best_baseline(costs, request.batch, *parse_baseline(baselines[b]))) {
+      clock.offer(*baseline);
       result.baselines.push_back(std::move(*baseline));
     }
   }
@@ -305,8 +369,10 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   clock.close("baselines");
   result.ideal_iteration = ideal_iteration(costs, request.batch);
   if (request.peers) {
-    for (PeerSpace space : peer_spaces()) {
-      if (auto peer = best_of_peer_space(costs, request.batch, space)) {
+    const auto spaces = peer_spaces();
+    for (size_t p = 0; p < spaces.size(); ++p) {
+      clock.step(static_cast<int>(p), static_cast<int>(spaces.size()));
+      if (auto peer = best_of_peer_space(costs, request.batch, spaces[p])) {
         result.peers.push_back(std::move(*peer));
       }
     }
@@ -324,6 +390,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   }
   if (!best) throw_infeasible(costs, request);
   result.best = *best;
+  clock.finish();
   log().debug("planner: {} candidates, search {:.3f} s, replicas {:.3f} s", candidates.size(),
               result.search_seconds, result.replica_seconds);
   return result;
@@ -378,7 +445,10 @@ std::string infeasibility_reason(const cost::CostModel& costs, const PlanRequest
   }
   const int devices = static_cast<int>(cluster.devices().size());
   const std::string reserved_text = reserved_range(costs);
-  const int stages = std::min({model.num_layers(), devices, request.space.max_stages});
+  const int stages = request.space.stages != 0
+                         ? request.space.stages
+                         : std::min({model.num_layers(), devices, request.space.max_stages});
+  if (request.space.tp != 0) widest_tp = request.space.tp;
   const double split = static_cast<double>(stages) * widest_tp;
   // A sharded optimizer's state spreads over every device at best (dp the rest).
   const bool sharded = costs.options().shard_optimizer;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "hyperpipe/planner/baselines.h"
+#include "hyperpipe/planner/plan_progress.h"
 #include "hyperpipe/planner/plan_space.h"
 #include "hyperpipe/planner/scored_plan.h"
 
@@ -35,14 +36,8 @@ struct PlanRequest {
   // Also find the best plan of each published planner's space (peer_spaces.h), to show
   // beside ours.
   bool peers = false;
-};
-
-// Where a make_plan call spent its time: one phase of it, and how much it simulated.
-struct PlanPhase {
-  std::string name;  // "search", "first pass", "schedules and refinement", …
-  double seconds = 0;
-  int64_t simulations = 0;    // plans simulated
-  int64_t simulated_ops = 0;  // schedule ops the simulator ran for them
+  // Called, on the planning thread, at each step of each phase and once at the end.
+  PlanProgressCallback progress;
 };
 
 struct PlanResult {
@@ -65,6 +60,14 @@ struct PlanResult {
 // different composition where it runs one), costed as it runs them. Throws InputError
 // (naming --schedule) when it runs none of the schedules the request allows.
 void restrict_to_framework(plan::Framework framework, PlanRequest& request);
+
+// Whether to plan with the optimizer state sharded over dp (`asked`: "on", "off", "auto"),
+// or both ways. Where the framework reduce-scatters the gradients, sharding always pays:
+// less memory, a step 1/dp as long, no more bytes moved (cost/cost_options.h). HyperPipe's
+// runtime all-reduces them whole and gathers the weights after the step: it pays where
+// memory is short, so "auto" plans both ways, unsharded first. Throws InputError (naming
+// --shard-optimizer) for "on" where the framework cannot shard.
+std::vector<bool> optimizer_shardings(const std::string& asked, plan::Framework framework);
 
 // Throws InputError (naming --model and --cluster) with the numbers when nothing fits.
 PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request);

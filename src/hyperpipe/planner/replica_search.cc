@@ -78,6 +78,7 @@ class GroupSearch {
     candidate_options.micro_batch_sizes = micro_batch_sizes(share);
     candidate_options.max_stages = options_.space.max_stages;
     candidate_options.max_tp = options_.space.max_tp;
+    candidate_options.recompute = options_.space.recompute;
     candidate_options.keep = 1;
     const CandidateSearch search = search_candidates(costs_, classes_, candidate_options);
     for (const auto& candidate : search.candidates) {

@@ -71,7 +71,12 @@ class Dp {
       devices += oracle.class_size(cls);
     }
     // Every stage holds at least one layer and one device.
-    max_stages_ = std::min({options.max_stages, layers_, devices});
+    max_stages_ =
+        std::min({options.stages > 0 ? options.stages : options.max_stages, layers_, devices});
+    if (options.recompute) {
+      first_option_ = static_cast<int>(*options.recompute);
+      end_option_ = first_option_ + 1;
+    }
     dominated_.assign(static_cast<size_t>(max_used_ + 1) * (max_stages_ + 1), kInfinity);
     const size_t cells =
         static_cast<size_t>(layers_ + 1) * order_.size() * (max_used_ + 1) * (max_stages_ + 1);
@@ -94,7 +99,9 @@ class Dp {
         if (row.run != run_) continue;  // nothing covers [e, L) starting with this class
         // A cell is dominated by one with no more devices used, no more stages after it
         // (fewer micro-batches in flight, more stages left) and no larger value: skip it.
-        // best_below[u][j] is the smallest value over cells (u' <= u, j' <= j).
+        // best_below[u][j] is the smallest value over cells (u' <= u, j' <= j). With an
+        // exact stage count, fewer stages after it do not dominate: the layers before may
+        // not hold the more stages left.
         const int max_j = row.max_after;
         const int max_u = row.max_used;
         const auto at = [&](int u, int j) -> double& {
@@ -107,7 +114,8 @@ class Dp {
           for (int j = 1; j <= max_j; ++j) {
             const int from = index(e, k, u, j);
             const double value = value_of(from);
-            const double below = std::min(at(u - 1, j), at(u, j - 1));
+            const double below =
+                options_.stages > 0 ? at(u - 1, j) : std::min(at(u - 1, j), at(u, j - 1));
             at(u, j) = std::min(below, value);
             if (value == kInfinity || value >= below || j == max_stages_) continue;
             place_stage(from, cls, k, u, j, e);                 // another stage of the same class
@@ -119,7 +127,8 @@ class Dp {
     int best = -1;
     per_stage_count_.assign(max_stages_ + 1, -1);
     for (int u = 1; u <= units(order_[0]); ++u) {
-      for (int j = 1; j <= max_stages_; ++j) {
+      // (With an exact count beyond the layers or devices, none.)
+      for (int j = std::max(options_.stages, 1); j <= max_stages_; ++j) {
         const int at = index(0, 0, u, j);
         if (value_of(at) == kInfinity) continue;
         if (better(cells_[at], best < 0 ? nullptr : &cells_[best])) best = at;
@@ -223,10 +232,10 @@ class Dp {
     const double rest_value = from < 0 ? 0.0 : cells_[from].value;
     const double rest_worst = from < 0 ? 0.0 : cells_[from].worst;
     // More layers need at least as much recomputation: the option only moves forward.
-    int option = 0;
+    int option = first_option_;
     for (int first = end - 1; first >= 0; --first) {
-      while (option < 3 && !fits(first, option)) ++option;
-      if (option == 3) break;  // more layers will not fit either
+      while (option < end_option_ && !fits(first, option)) ++option;
+      if (option == end_option_) break;  // more layers will not fit either
       const double time = time_of(first, option);
       if (time > bound_) break;  // nor will they be faster
       Cell candidate;
@@ -255,6 +264,9 @@ class Dp {
   std::vector<int> unit_;  // per class: devices per unit of `u`
   int max_used_ = 0;
   int max_stages_ = 0;
+  // The recomputation options a stage may take, [first, end) of kRecomputeOptions.
+  int first_option_ = 0;
+  int end_option_ = static_cast<int>(std::size(kRecomputeOptions));
   double bound_ = kInfinity;
   // A stage's epilogue counts as 1/m of it per micro-batch: the iteration is about
   // m · (τ + E/m) on the slowest stage (stage_search.h).

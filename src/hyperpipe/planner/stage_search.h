@@ -50,6 +50,10 @@ struct Pipeline {
 struct SearchOptions {
   int micro_batches = 1;
   int max_stages = 32;
+  // Exactly this many stages (0: any number up to max_stages).
+  int stages = 0;
+  // Every stage this recomputation (unset: each the least that fits).
+  std::optional<model::Recompute> recompute = std::nullopt;
   // How many class orders' best pipelines must be exact: orders that cannot beat the
   // keep-th best found so far are pruned.
   int keep = 1;

@@ -58,7 +58,7 @@ class TempFolder {
 std::string run_command(const std::vector<std::string>& args) {
   cli::Program program;
   program.commands = {planning(cli::add_models_command),   planning(cli::add_devices_command),
-                      planning(cli::add_describe_command), planning(cli::add_plan_command),
+                      planning(cli::add_describe_command), cli::add_plan_command,
                       planning(cli::add_simulate_command), planning(cli::add_export_command)};
   program.version = [] { return "hyperpipe " + cli::hyperpipe_version(); };
   std::vector<const char*> argv{"hyperpipe"};
@@ -148,7 +148,9 @@ py::object plan(const py::object& model, const py::object& cluster, const py::ob
                 const py::object& runtime, const py::object& micro_batch,
                 const py::object& schedules, const py::object& max_stages, const py::object& max_tp,
                 const py::object& same_dp, const py::object& sequence_parallel,
-                const py::object& profiles, const py::object& baseline, const py::object& seq) {
+                const py::object& profiles, const py::object& baseline, const py::object& seq,
+                const py::object& tp, const py::object& pp, const py::object& dp,
+                const py::object& recompute, const py::object& dtype) {
   TempFolder folder;
   std::vector<std::string> args{"plan"};
   if (!model.is_none()) add_option(args, "--model", py::str(model_argument(model, folder)));
@@ -167,6 +169,11 @@ py::object plan(const py::object& model, const py::object& cluster, const py::ob
   add_option(args, "--profiles", profiles);
   add_option(args, "--baseline", baseline);
   add_option(args, "--seq", seq);
+  add_option(args, "--tp", tp);
+  add_option(args, "--pp", pp);
+  add_option(args, "--dp", dp);
+  add_option(args, "--recompute", recompute);
+  add_option(args, "--dtype", dtype);
   return run_json(args);
 }
 
@@ -223,9 +230,12 @@ PYBIND11_MODULE(hyperpipe, m) {
         py::arg("max_stages") = py::none(), py::arg("max_tp") = py::none(),
         py::arg("same_dp") = false, py::arg("sequence_parallel") = false,
         py::arg("profiles") = py::none(), py::arg("baseline") = py::none(),
-        py::arg("seq") = py::none(),
+        py::arg("seq") = py::none(), py::arg("tp") = py::none(), py::arg("pp") = py::none(),
+        py::arg("dp") = py::none(), py::arg("recompute") = py::none(),
+        py::arg("dtype") = py::none(),
         "The fastest plan that fits (`hyperpipe plan --format json`): a dict with the plan "
-        "document under 'plan', its simulated 'report', the baselines.");
+        "document under 'plan', its simulated 'report', the baselines. tp, pp, dp, "
+        "recompute and dtype fix those choices; the planner searches the rest.");
   m.def("simulate", &hp::simulate, py::arg("plan"), py::kw_only(), py::arg("runtime") = py::none(),
         py::arg("p2p") = py::none(), py::arg("cluster") = py::none(),
         py::arg("profiles") = py::none(),
