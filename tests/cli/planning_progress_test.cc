@@ -20,12 +20,13 @@ TEST(PlanningProgress, TheLineSaysWhereThePlanningIs) {
   PlanningProgress progress(out, /*terminal=*/true, /*searches=*/2, /*show_after_seconds=*/0);
   progress.callback(0)(at("baselines", 1, 3, 0.8, 2.0, 300));
   progress.callback(1)(at("schedules and refinement", 2, 5, 0.4, 1.5, 100));
-  const std::string line = progress.line();
+  // Three seconds in and 60% done: two seconds left.
+  const std::string line = progress.line(3.0);
   EXPECT_NE(line.find("Planning: schedules and refinement 2/5, 60% done, 400 plans simulated, "
-                      "best so far 1.50 s per iteration, about "),
+                      "best so far 1.50 s per iteration, about 2 s left"),
             std::string::npos)
       << line;
-  EXPECT_NE(line.find(" left"), std::string::npos) << line;
+  EXPECT_NE(progress.line(0.3).find("under a second left"), std::string::npos);
   progress.finish();
   const std::string text = out.str();
   EXPECT_EQ(text.front(), '\r');  // drawn in place
@@ -40,7 +41,7 @@ TEST(PlanningProgress, NothingFitsYetAndNoGuessOfTheTimeLeftAtTheStart) {
   std::ostringstream out;
   PlanningProgress progress(out, /*terminal=*/true, 1, 0);
   progress.callback(0)(at("search", 0, 4, 0.01, 0, 0));
-  const std::string line = progress.line();
+  const std::string line = progress.line(2.0);
   EXPECT_NE(line.find("nothing that fits yet"), std::string::npos) << line;
   EXPECT_EQ(line.find("left"), std::string::npos) << line;
 }

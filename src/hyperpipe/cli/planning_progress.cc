@@ -31,7 +31,7 @@ double PlanningProgress::elapsed() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
-std::string PlanningProgress::line() const {
+std::string PlanningProgress::line(double elapsed_seconds) const {
   // The searches together: the one furthest behind names the phase, their mean the share
   // done, the fastest plan of any the best so far.
   const planner::PlanProgress* behind = &latest_.front();
@@ -46,7 +46,7 @@ std::string PlanningProgress::line() const {
     }
     simulations += progress.simulations;
   }
-  const double now = elapsed();
+  const double now = elapsed_seconds;
   if (fraction >= 1) {
     return fmt::format(
         "  Planned in {}: {} plans simulated{}", format_duration(now), simulations,
@@ -72,7 +72,7 @@ void PlanningProgress::update(int index, const planner::PlanProgress& progress) 
   const double now = elapsed();
   if (now < show_after_ || now - last_drawn_ < kRedrawEverySeconds) return;
   last_drawn_ = now;
-  progress_line_.show(line());
+  progress_line_.show(line(now));
 }
 
 void PlanningProgress::finish() {
@@ -82,7 +82,7 @@ void PlanningProgress::finish() {
     return;
   }
   for (auto& progress : latest_) progress.fraction = 1;  // a search that failed is over too
-  progress_line_.show(line());
+  progress_line_.show(line(elapsed()));
   progress_line_.finish();
 }
 

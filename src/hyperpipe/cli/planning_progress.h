@@ -33,8 +33,8 @@ class PlanningProgress {
   // summary.
   void abandon();
 
-  // The line as drawn now: exposed for tests.
-  std::string line() const;
+  // The line as drawn `elapsed_seconds` after planning began: exposed for tests.
+  std::string line(double elapsed_seconds) const;
 
  private:
   void update(int index, const planner::PlanProgress& progress);
