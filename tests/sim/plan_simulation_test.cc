@@ -167,6 +167,13 @@ TEST(PlanSimulation, WithoutTheTimelineTheFiguresAreTheSame) {
     EXPECT_FALSE(drawn.output.timeline.tracks[r].communication.empty()) << r;
   }
   EXPECT_GT(drawn.output.ranks[1].comm_wait, 0.0);  // transfers mattered
+  // Nor the schedule's ops, which only a timeline reads; its shape stays.
+  ASSERT_EQ(bare.schedules.size(), 1u);
+  EXPECT_TRUE(bare.schedules[0].ops.empty());
+  EXPECT_FALSE(drawn.schedules[0].ops.empty());
+  EXPECT_EQ(bare.schedules[0].ranks, 2);
+  EXPECT_EQ(bare.schedules[0].chunks, 2);
+  EXPECT_EQ(bare.device_peaks.size(), drawn.device_peaks.size());
 }
 
 // The planner skips simulating plans this rules out, so the floor must never exceed the

@@ -17,6 +17,7 @@
 #include "hyperpipe/planner/local_refinement.h"
 #include "hyperpipe/planner/peer_spaces.h"
 #include "hyperpipe/planner/replica_search.h"
+#include "hyperpipe/planner/score_memo.h"
 
 namespace hyperpipe::planner {
 namespace {
@@ -205,6 +206,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   phases.push_back("baselines");
   if (request.peers) phases.push_back("peers' spaces");
   PhaseClock clock(result.phases, phases, request.progress, request.space);
+  const ScoreMemo memo(costs);  // no plan of this call simulated twice
 
   // 1. The search, for every micro-batch size (and, for one dp or tp on every stage, every
   // dp and tp).

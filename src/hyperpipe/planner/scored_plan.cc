@@ -5,6 +5,7 @@
 
 #include "hyperpipe/common/limits.h"
 #include "hyperpipe/cost/device_group.h"
+#include "hyperpipe/planner/score_memo.h"
 #include "hyperpipe/schedule/generators.h"
 
 namespace hyperpipe::planner {
@@ -52,6 +53,15 @@ const SimulationTally& simulation_tally() {
 
 ScoredPlan score_plan(const cost::CostModel& costs, plan::Plan plan, std::string label) {
   if (plan::traits(plan.runtime).uniform_recompute) recompute_alike(plan);
+  ScoreMemo* memo = ScoreMemo::active(costs);
+  if (memo) {
+    if (const ScoredPlan* known = memo->find(plan)) {
+      ScoredPlan scored = *known;
+      scored.label = std::move(label);
+      scored.estimate = 0;
+      return scored;
+    }
+  }
   ScoredPlan scored;
   scored.label = std::move(label);
   // Candidates are compared by their figures; none of them is drawn.
@@ -66,6 +76,7 @@ ScoredPlan score_plan(const cost::CostModel& costs, plan::Plan plan, std::string
   }
   ++tally.simulations;
   tally.simulated_ops += static_cast<int64_t>(scored.simulation.output.simulated_ops);
+  if (memo) memo->remember(scored);
   return scored;
 }
 

@@ -383,7 +383,12 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
       outputs[p] = simulate(inputs[p]);
     }
   }
-  for (auto& input : inputs) result.schedules.push_back(std::move(input.schedule));
+  for (auto& input : inputs) {
+    result.schedules.push_back(std::move(input.schedule));
+    // Scored without a timeline (the planner's candidates), the ops are read by no one and
+    // would be copied with every copy of the result: millions of bytes on long pipelines.
+    if (!options.timeline) result.schedules.back().ops = {};
+  }
   for (auto& output : outputs) {
     result.output.iteration_time = std::max(result.output.iteration_time, output.iteration_time);
     result.output.simulated_ops += output.simulated_ops;

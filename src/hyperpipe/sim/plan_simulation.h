@@ -45,8 +45,9 @@ struct StageReport {
 // Every pipeline of the plan, one after the other: stages, ranks and tracks of the plan's
 // own pipeline first, then those of each replica.
 struct PlanSimulation {
-  std::vector<schedule::Schedule> schedules;  // per pipeline, with communication
-  std::vector<int> first_rank;                // per pipeline: its first rank in output.ranks
+  // Per pipeline, with communication; without ops where no timeline was recorded.
+  std::vector<schedule::Schedule> schedules;
+  std::vector<int> first_rank;  // per pipeline: its first rank in output.ranks
   std::vector<StageReport> stages;
   SimOutput output;                     // iteration_time: of the whole plan
   std::vector<double> memory_capacity;  // per rank: memory of its smallest device
