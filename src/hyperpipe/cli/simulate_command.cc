@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -125,8 +126,13 @@ Simulated load_simulated(const SimulateArgs& args) {
   }
   const auto run = run_shape(args.run, static_cast<int>(cluster.devices().size()), *runtime);
   const cost::CostModel costs(model, cluster);
-  plan::Plan plan =
-      planner::plan_of_run(run, costs, args.run.model.value_or(kDefaultModel), cluster_ref);
+  // Files named by absolute path, so the plan in the JSON report works from anywhere.
+  const auto reference = [](const std::string& name_or_path) {
+    if (!std::filesystem::is_regular_file(name_or_path)) return name_or_path;
+    return std::filesystem::absolute(name_or_path).lexically_normal().string();
+  };
+  plan::Plan plan = planner::plan_of_run(
+      run, costs, reference(args.run.model.value_or(kDefaultModel)), reference(cluster_ref));
   if (args.run.dtype) plan.dtype = model.config().dtype;
   return {std::move(plan), std::move(model), std::move(cluster),
           fmt::format("--tp {} --pp {} --dp {}", run.tp, run.pp, run.dp), run};
@@ -252,7 +258,9 @@ void add_run_options(CLI::App& command, RunArgs& run) {
                          "(--recompute-granularity)"))
       ->check(CLI::IsMember(model::recompute_names()))
       ->default_str("none");
-  add(command.add_flag("--sequence-parallel", run.sequence_parallel, "--sequence-parallel"));
+  add(command.add_flag(
+      "--sequence-parallel", run.sequence_parallel,
+      "Sequence parallelism in every tensor-parallel stage (--sequence-parallel)"));
   add(command.add_flag("--distributed-optimizer", run.distributed_optimizer,
                        "Optimizer state sharded over dp (--use-distributed-optimizer)"));
   add(command.add_option("--dtype", run.dtype, "bf16, fp16 or fp32 (default: the model's)"))
@@ -287,10 +295,11 @@ void add_simulate_command(CLI::App& app, std::ostream& out) {
                    "DeepSpeed's pipeline engine and Megatron-LM's non-overlapped 1F1B); "
                    "default: as the plan's runtime does")
       ->check(CLI::IsMember({"async", "blocking"}));
-  command->add_option("--runtime", args->runtime,
-                      "Predict the plan as this framework runs it (hyperpipe, megatron, "
-                      "deepspeed, torchtitan; default: the plan's `runtime`); exit 2 where it "
-                      "cannot express the plan");
+  command->add_option(
+      "--runtime", args->runtime,
+      "Predict the plan as this framework runs it (hyperpipe, megatron, "
+      "deepspeed, torchtitan; default: the plan's `runtime`, megatron for a described "
+      "run); exit 2 where it cannot express the plan");
   add_format_option(*command, args->format);
   command->footer(
       "Examples:\n"

@@ -42,11 +42,12 @@ std::vector<std::vector<int>> equal_groups(const cluster::Cluster& cluster, int 
   const int size = devices / stages;
   std::vector<std::vector<int>> groups(stages);
   for (int s = 0; s < stages; ++s) {
+    const cluster::GpuType& first = cluster.device_type(s * size);
     for (int d = s * size; d < (s + 1) * size; ++d) {
-      if (!cluster::same_gpu_name(cluster.device_type(d).name,
-                                  cluster.device_type(s * size).name)) {
-        return {};
-      }
+      // One type entry is one type (the spelling-blind comparison builds strings: only
+      // where the entries differ).
+      const cluster::GpuType& type = cluster.device_type(d);
+      if (&type != &first && !cluster::same_gpu_name(type.name, first.name)) return {};
       groups[s].push_back(d);
     }
   }

@@ -41,7 +41,28 @@ struct RowExtent {
 struct DpWorkspace {
   std::vector<Cell> cells;
   std::vector<RowExtent> rows;
+  // Per row, the cells the current run has written, as u · (stages + 1) + j: a few percent
+  // of a row's extent on large clusters, so the dominance sweep visits only them.
+  std::vector<std::vector<uint32_t>> written;
   uint32_t run = 0;
+};
+
+// The smallest value over j' <= j, for j from 1 to a few dozen, as values come in: a
+// Fenwick tree over minima (a value only ever lowers a position).
+class PrefixMin {
+ public:
+  void reset(int size) { tree_.assign(static_cast<size_t>(size) + 1, kInfinity); }
+  void lower(int j, double value) {
+    for (; j < static_cast<int>(tree_.size()); j += j & -j) tree_[j] = std::min(tree_[j], value);
+  }
+  double up_to(int j) const {
+    double least = kInfinity;
+    for (; j > 0; j -= j & -j) least = std::min(least, tree_[j]);
+    return least;
+  }
+
+ private:
+  std::vector<double> tree_;
 };
 
 // Templated on the oracle so that the cost model's oracle (a final class) is called
@@ -59,7 +80,8 @@ class Dp {
         per_micro_batch_(1.0 / std::max(1, options.micro_batches)),
         run_(workspace.run),
         cells_(workspace.cells),
-        rows_(workspace.rows) {
+        rows_(workspace.rows),
+        written_(workspace.written) {
     int devices = 0;
     for (int cls : order_) {
       // Devices are counted in units of the class's smallest group: whole nodes when
@@ -77,12 +99,12 @@ class Dp {
       first_option_ = static_cast<int>(*options.recompute);
       end_option_ = first_option_ + 1;
     }
-    dominated_.assign(static_cast<size_t>(max_used_ + 1) * (max_stages_ + 1), kInfinity);
     const size_t cells =
         static_cast<size_t>(layers_ + 1) * order_.size() * (max_used_ + 1) * (max_stages_ + 1);
     if (cells_.size() < cells) cells_.resize(cells);
     const size_t rows = static_cast<size_t>(layers_ + 1) * order_.size();
     if (rows_.size() < rows) rows_.resize(rows);
+    if (written_.size() < rows) written_.resize(rows);
   }
 
   // Runs the DP with every τ and λ at most `bound`; returns the index of the best cell
@@ -102,25 +124,29 @@ class Dp {
         // best_below[u][j] is the smallest value over cells (u' <= u, j' <= j). With an
         // exact stage count, fewer stages after it do not dominate: the layers before may
         // not hold the more stages left.
-        const int max_j = row.max_after;
-        const int max_u = row.max_used;
-        const auto at = [&](int u, int j) -> double& {
-          return dominated_[static_cast<size_t>(u) * (max_stages_ + 1) + j];
-        };
-        std::fill(dominated_.begin(),
-                  dominated_.begin() + static_cast<std::ptrdiff_t>(max_u + 1) * (max_stages_ + 1),
-                  kInfinity);
-        for (int u = 1; u <= max_u; ++u) {
-          for (int j = 1; j <= max_j; ++j) {
-            const int from = index(e, k, u, j);
-            const double value = value_of(from);
-            const double below =
-                options_.stages > 0 ? at(u - 1, j) : std::min(at(u - 1, j), at(u, j - 1));
-            at(u, j) = std::min(below, value);
-            if (value == kInfinity || value >= below || j == max_stages_) continue;
-            place_stage(from, cls, k, u, j, e);                 // another stage of the same class
-            if (k > 0) place_stage(from, cls, k - 1, 0, j, e);  // a stage of the class before
+        // The written cells in (u, j) order, as a sweep over the whole extent meets them;
+        // those before a cell are exactly the (u', j') <= (u, j) other than itself.
+        auto& cells = written_[row_index(e, k)];
+        std::sort(cells.begin(), cells.end());
+        const bool exact = options_.stages > 0;
+        below_.reset(row.max_after);
+        if (exact) same_j_.assign(static_cast<size_t>(row.max_after) + 1, kInfinity);
+        for (const uint32_t local : cells) {
+          const int u = static_cast<int>(local) / (max_stages_ + 1);
+          const int j = static_cast<int>(local) % (max_stages_ + 1);
+          const int from = index(e, k, u, j);
+          const double value = value_of(from);
+          double below;
+          if (exact) {
+            below = same_j_[j];
+            same_j_[j] = std::min(below, value);
+          } else {
+            below = below_.up_to(j);
+            below_.lower(j, value);
           }
+          if (value >= below || j == max_stages_) continue;
+          place_stage(from, cls, k, u, j, e);                 // another stage of the same class
+          if (k > 0) place_stage(from, cls, k - 1, 0, j, e);  // a stage of the class before
         }
       }
     }
@@ -246,13 +272,22 @@ class Dp {
       candidate.recompute = static_cast<int8_t>(option);
       const int to = index(first, k, target_used, after + 1);
       Cell& target = cells_[to];
-      if (better(candidate, value_of(to) == kInfinity ? nullptr : &target)) {
+      const bool empty = value_of(to) == kInfinity;
+      if (better(candidate, empty ? nullptr : &target)) {
         target = candidate;
         target.run = run_;
-        RowExtent& row = rows_[row_index(first, k)];
-        if (row.run != run_) row = {run_, 0, 0};
+        const int at_row = row_index(first, k);
+        RowExtent& row = rows_[at_row];
+        if (row.run != run_) {
+          row = {run_, 0, 0};
+          written_[at_row].clear();
+        }
         row.max_used = std::max(row.max_used, target_used);
         row.max_after = std::max(row.max_after, after + 1);
+        if (empty) {
+          written_[at_row].push_back(
+              static_cast<uint32_t>(target_used * (max_stages_ + 1) + after + 1));
+        }
       }
     }
   }
@@ -274,7 +309,9 @@ class Dp {
   uint32_t& run_;  // the workspace's: runs of every DP of the search count on
   std::vector<Cell>& cells_;
   std::vector<RowExtent>& rows_;
-  std::vector<double> dominated_;
+  std::vector<std::vector<uint32_t>>& written_;
+  PrefixMin below_;             // over j, for the dominance sweep
+  std::vector<double> same_j_;  // per j, with an exact stage count
   std::vector<int> per_stage_count_;
 };
 
