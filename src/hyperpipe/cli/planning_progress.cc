@@ -17,8 +17,7 @@ constexpr double kLeastFractionForTimeLeft = 0.05;
 
 PlanningProgress::PlanningProgress(std::ostream& out, bool terminal, int searches,
                                    double show_after_seconds)
-    : out_(out),
-      terminal_(terminal),
+    : terminal_(terminal),
       show_after_(show_after_seconds),
       progress_line_(out, terminal),
       latest_(static_cast<size_t>(searches)) {}

@@ -40,7 +40,6 @@ class PlanningProgress {
   void update(int index, const planner::PlanProgress& progress);
   double elapsed() const;
 
-  std::ostream& out_;
   bool terminal_;
   double show_after_;
   ProgressLine progress_line_;
