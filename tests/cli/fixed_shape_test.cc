@@ -49,7 +49,8 @@ TEST(FixedShape, PlanKeepsTheShapeAskedAndSearchesTheRest) {
   const Result dp = run("plan --model llama2-7b --cluster " + kIslands +
                         " --global-batch 256 --dp 4 --format json");
   ASSERT_EQ(dp.exit_code, 0) << dp.err;
-  for (const auto& stage : nlohmann::json::parse(dp.out)["plan"]["stages"]) {
+  const auto dp_doc = nlohmann::json::parse(dp.out);  // named: a loop over a temporary's part
+  for (const auto& stage : dp_doc["plan"]["stages"]) {
     EXPECT_EQ(stage["dp"], 4);
   }
 }

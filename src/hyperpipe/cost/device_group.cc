@@ -13,13 +13,17 @@ DeviceGroup make_device_group(const cluster::Cluster& cluster, const std::vector
     throw std::invalid_argument("a device group needs dp * tp devices");
   }
   DeviceGroup group;
-  group.gpu_type = cluster.device_type(devices.front()).name;
+  const cluster::GpuType& first = cluster.device_type(devices.front());
+  group.gpu_type = first.name;
   group.dp = dp;
   group.tp = tp;
   group.devices = devices;
   group.memory_bytes = cluster.device_memory(devices.front());
   for (int device : devices) {
-    if (!cluster::same_gpu_name(cluster.device_type(device).name, group.gpu_type)) {
+    // One type entry is one type: names (spelling-blind, so built anew) are compared only
+    // where the entries differ. The planner builds groups of hundreds of GPUs per plan.
+    const cluster::GpuType& type = cluster.device_type(device);
+    if (&type != &first && !cluster::same_gpu_name(type.name, group.gpu_type)) {
       throw std::invalid_argument("a device group mixes GPU types");
     }
     group.memory_bytes = std::min(group.memory_bytes, cluster.device_memory(device));
