@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
+#include <random>
 
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/quantity.h"
@@ -41,6 +43,35 @@ TEST(ExampleClusters, MixedClusterDevicesAndLinks) {
   const Link ring = cluster.slowest_ring_link({0, 4, 5, 12});
   EXPECT_DOUBLE_EQ(ring.bandwidth, 1.25e9);
   EXPECT_DOUBLE_EQ(ring.latency, 50e-6);
+}
+
+// The ring's slowest link skips pairs on the nodes of the pair before (a link is a
+// function of the two nodes): the same as folding every pair, on random rings (repeats
+// included) over clusters with node and island overrides.
+TEST(ExampleClusters, SlowestRingLinkEqualsEveryPairFolded) {
+  std::mt19937 rng(7);
+  for (const char* file : {"a100-v100-t4.yaml", "h100-a100-islands.yaml", "far-island.yaml"}) {
+    const Cluster cluster = load_cluster(kClusters + file);
+    const int devices = static_cast<int>(cluster.devices().size());
+    std::uniform_int_distribution<int> device(0, devices - 1);
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<int> ring;
+      const int size = 2 + trial % 12;
+      // Runs of neighbours, as groups are, with jumps and repeats between them.
+      for (int d = device(rng); static_cast<int>(ring.size()) < size;) {
+        ring.push_back(d);
+        d = trial % 3 == 0 ? device(rng) : (d + (rng() % 4 == 0 ? 0 : 1)) % devices;
+      }
+      Link expected{std::numeric_limits<double>::infinity(), 0.0};
+      for (size_t i = 0; i < ring.size(); ++i) {
+        expected =
+            slower_link(expected, cluster.link_between(ring[i], ring[(i + 1) % ring.size()]));
+      }
+      const Link got = cluster.slowest_ring_link(ring);
+      EXPECT_EQ(got.bandwidth, expected.bandwidth) << file << " trial " << trial;
+      EXPECT_EQ(got.latency, expected.latency) << file << " trial " << trial;
+    }
+  }
 }
 
 TEST(ExampleClusters, IslandOverridesDoNotLeakIntoNodes) {

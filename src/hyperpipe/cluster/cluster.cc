@@ -113,8 +113,21 @@ Link Cluster::link_between(int device_a, int device_b) const {
 Link Cluster::slowest_ring_link(const std::vector<int>& devices) const {
   Link slowest{std::numeric_limits<double>::infinity(), 0.0};
   if (devices.size() < 2) return slowest;
+  // A link is a function of the two nodes (for distinct devices): neighbours on the nodes
+  // of the pair before add nothing (rings of hundreds of GPUs span few nodes).
+  int last_a = -1;
+  int last_b = -1;
   for (size_t i = 0; i < devices.size(); ++i) {
-    slowest = slower_link(slowest, link_between(devices[i], devices[(i + 1) % devices.size()]));
+    const int a = devices[i];
+    const int b = devices[(i + 1) % devices.size()];
+    const int node_a = devices_.at(a).node;
+    const int node_b = devices_.at(b).node;
+    if (a != b && node_a == last_a && node_b == last_b) continue;
+    slowest = slower_link(slowest, link_between(a, b));
+    if (a != b) {
+      last_a = node_a;
+      last_b = node_b;
+    }
   }
   return slowest;
 }

@@ -17,10 +17,21 @@ cluster::Link slowest_pair_link(const cluster::Cluster& cluster, const cost::Dev
                                 const cost::DeviceGroup& to) {
   cluster::Link slowest{std::numeric_limits<double>::infinity(), 0.0};
   const size_t pairs = std::max(from.devices.size(), to.devices.size());
+  // A link is a function of the two nodes (for distinct devices): pairs on the nodes of the
+  // pair before add nothing.
+  int last_a = -1;
+  int last_b = -1;
   for (size_t i = 0; i < pairs; ++i) {
-    slowest =
-        cluster::slower_link(slowest, cluster.link_between(from.devices[i % from.devices.size()],
-                                                           to.devices[i % to.devices.size()]));
+    const int a = from.devices[i % from.devices.size()];
+    const int b = to.devices[i % to.devices.size()];
+    const int node_a = cluster.devices()[a].node;
+    const int node_b = cluster.devices()[b].node;
+    if (a != b && node_a == last_a && node_b == last_b) continue;
+    slowest = cluster::slower_link(slowest, cluster.link_between(a, b));
+    if (a != b) {
+      last_a = node_a;
+      last_b = node_b;
+    }
   }
   return slowest;
 }
