@@ -4,18 +4,23 @@
 Cases:
   --cases issue   the four rows issue 40 measured (the default);
   --cases all     every catalogue model on every example GPU cluster (not the CPU stand-ins
-                  or the network lab), at each of --batches global batches.
+                  or the network lab), at each of --batches global batches;
+  --cases generated  LLaMA-2 70B at global batch 1024 on generated clusters of 64 to 4,096
+                  GPUs of four types in two islands (written to a temporary folder as
+                  bench/planner_bench.cc's generated_cluster builds them).
 
-    python3 bench/plan_time.py [--hyperpipe build/hyperpipe] [--cases issue|all]
+    python3 bench/plan_time.py [--hyperpipe build/hyperpipe] [--cases issue|all|generated]
         [--runs 5] [--batches 64,512,4096] [--json]
 
 Wall time of the whole process, as a user waits for it; run it with nothing else running.
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ISSUE_ROWS = [
@@ -26,6 +31,30 @@ ISSUE_ROWS = [
 ]
 # The example clusters of GPUs (cpu-* and lab-* are CPU stand-ins).
 GPU_CLUSTERS = ["a100-v100-t4", "a100x8", "far-island", "h100-a100-islands", "three-islands"]
+
+
+GENERATED_GPUS = [64, 256, 1024, 4096]
+GENERATED_TYPES = ["H100-SXM", "A100-80GB", "V100-32GB", "T4"]
+
+
+def generated_cluster(gpus):
+    """The YAML of planner_bench's generated cluster: four GPU types, each `gpus` / 4 GPUs
+    in nodes of up to 8, the first two types one island and the last two another."""
+    node = min(gpus // 4, 8)
+    per_type = gpus // 4 // node
+    nodes = "nodes:\n"
+    islands = "islands:\n"
+    for t, gpu in enumerate(GENERATED_TYPES):
+        names = [f"t{t}n{n}" for n in range(per_type)]
+        nodes += "".join(f"  - {{name: {name}, gpu: {gpu}, count: {node}}}\n" for name in names)
+        if t % 2 == 0:
+            island = names
+        else:
+            islands += f"  - name: island{t // 2}\n    nodes: [{', '.join(island + names)}]\n"
+    return ("name: generated\n" + nodes + islands +
+            "links:\n  intra_node: {bandwidth: 300 GB/s, latency: 2 us}\n"
+            "  intra_island: {bandwidth: 200 Gbit/s, latency: 5 us}\n"
+            "  inter_island: {bandwidth: 25 Gbit/s, latency: 50 us}\n")
 
 
 def catalogue_models(hyperpipe):
@@ -56,13 +85,21 @@ def time_plan(hyperpipe, model, cluster, batch, runs):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hyperpipe", default="build/hyperpipe")
-    parser.add_argument("--cases", choices=["issue", "all"], default="issue")
+    parser.add_argument("--cases", choices=["issue", "all", "generated"], default="issue")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--batches", default="64,512,4096")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    folder = tempfile.TemporaryDirectory()
     if args.cases == "issue":
         cases = ISSUE_ROWS
+    elif args.cases == "generated":
+        cases = []
+        for gpus in GENERATED_GPUS:
+            path = os.path.join(folder.name, f"generated-{gpus}.yaml")
+            with open(path, "w", encoding="utf-8") as out:
+                out.write(generated_cluster(gpus))
+            cases.append(("llama2-70b", path, 1024))
     else:
         batches = [int(b) for b in args.batches.split(",")]
         cases = [(model, cluster, batch) for model in catalogue_models(args.hyperpipe)
