@@ -700,6 +700,15 @@ TEST(Cli, PlanBaselineEmitsThatBaseline) {
   EXPECT_NE(r.out.find("(parameters)"), std::string::npos) << r.out;
 }
 
+// Bare `hyperpipe` shows what it can do.
+TEST(Cli, BareHyperpipePrintsTheHelp) {
+  const Result bare = run("");
+  EXPECT_EQ(bare.exit_code, 0) << bare.err;
+  EXPECT_EQ(bare.out, run("--help").out);
+  EXPECT_NE(bare.out.find("Examples:"), std::string::npos) << bare.out;
+  EXPECT_TRUE(bare.err.empty()) << bare.err;
+}
+
 TEST(Cli, HelpExitsZeroWithExamples) {
   const Result r = run("describe --help");
   EXPECT_EQ(r.exit_code, 0);
@@ -726,7 +735,6 @@ TEST_P(CliBadInput, ExitsTwoWithAMessage) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, CliBadInput,
     ::testing::Values(
-        BadInvocation{"", "A subcommand is required"},
         BadInvocation{"frobnicate", "error: unknown command 'frobnicate' (`hyperpipe --help`"},
         // Mistyped names: the nearest known one suggested.
         BadInvocation{"plann --global-batch 8",

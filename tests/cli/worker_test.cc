@@ -57,6 +57,19 @@ TEST(Executables, TrainHelpIsTheWorkers) {
   EXPECT_NE(r.out.find("--checkpoint-dir"), std::string::npos) << r.out;
 }
 
+// `hyperpipe help COMMAND` for the worker's commands is the worker's help, as for every
+// other command, not the program's examples.
+TEST(Executables, HelpForTheWorkersCommandsIsTheirs) {
+  for (const char* command : {"train", "profile", "export-checkpoint"}) {
+    const Result help = run(std::string("help ") + command);
+    ASSERT_EQ(help.exit_code, 0) << command << ": " << help.err;
+    EXPECT_EQ(help.out, run(std::string(command) + " --help").out) << command;
+    EXPECT_NE(help.out.find(std::string("Usage: hyperpipe ") + command), std::string::npos)
+        << help.out;
+  }
+  EXPECT_NE(run("help train").out.find("--checkpoint-dir"), std::string::npos);
+}
+
 TEST(Executables, TrainArgumentsReachTheWorker) {
   // The worker's own validation answers, so the arguments arrived unchanged.
   const Result r = run("--log-level error train --plan /nonexistent/plan.json --data x.txt");
@@ -103,6 +116,9 @@ TEST_F(WithoutWorker, TrainAndLaunchExitTwoNamingTheWorker) {
     EXPECT_NE(r.err.find(kWorkerName), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("plans only"), std::string::npos) << r.err;
   }
+  const Result help = run_binary(binary_, "help train");
+  EXPECT_EQ(help.exit_code, 2);
+  EXPECT_NE(help.err.find("plans only"), std::string::npos) << help.err;
   const Result planning = run_binary(binary_, "schedule --kind 1f1b --stages 2 --micro-batches 2");
   EXPECT_EQ(planning.exit_code, 0) << planning.err;
 }

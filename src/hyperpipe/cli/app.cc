@@ -114,7 +114,16 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   CLI::App* help = app.add_subcommand("help", "Show the commands, or one command's options");
   help->add_option("command", help_topic, "The command")->check(CLI::IsMember(command_names(app)));
   help->callback([&] {
-    out << (help_topic.empty() ? app.help() : app.get_subcommand(help_topic)->help(app.get_name()));
+    if (help_topic.empty()) {
+      out << app.help();
+      return;
+    }
+    const CLI::App* command = app.get_subcommand(help_topic);
+    // Its options are another program's: that program prints them.
+    if (command->get_prefix_command() && program.help_elsewhere) {
+      program.help_elsewhere(help_topic);
+    }
+    out << command->help(app.get_name());
   });
 
   app.parse_complete_callback([&] {
@@ -123,6 +132,11 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
     }
   });
 
+  // Bare `hyperpipe`: what it can do, not a complaint that a command is missing.
+  if (argc <= 1) {
+    out << app.help();
+    return kExitOk;
+  }
   std::vector<std::string> args = command_first(argc, argv);
   // The command: the first argument past the program's --log-level.
   const auto command = std::find_if(args.begin(), args.end(), [&](const std::string& arg) {

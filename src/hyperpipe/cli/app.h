@@ -37,6 +37,9 @@ using AddCommand = std::function<void(CLI::App&, std::ostream& out, std::ostream
 struct Program {
   std::vector<AddCommand> commands;
   std::function<std::string()> version;  // what --version prints
+  // `help COMMAND` for a command another program parses (the worker's train, profile,
+  // export-checkpoint: they take every argument as their own): hands the help over to it.
+  std::function<void(const std::string& command)> help_elsewhere;
 };
 
 // The version of this source tree (CMake's project version).

@@ -47,6 +47,10 @@ int main(int argc, char** argv) {
       planning(cli::add_join_command),
       cli::add_agent_command,
   };
+  // `hyperpipe help train` is the worker's `help train` (its options), as `train --help` is.
+  program.help_elsewhere = [argc, args](const std::string& command) {
+    cli::exec_worker(command, argc, args);
+  };
   program.version = [argc, args]() -> std::string {
     // The worker knows the libtorch it loads and whether CUDA and NCCL work here.
     if (cli::worker_path()) cli::exec_worker("--version", argc, args);
