@@ -52,6 +52,17 @@ TEST(ParseQuantity, FiniteAndNonZeroAfterConversion) {
   EXPECT_DOUBLE_EQ(*parse_bandwidth("1e300 B/s"), 1e300);
 }
 
+// "1 micro-batches", "1 stages", "over 1 GPUs" were printed; a count takes its noun's
+// number.
+TEST(FormatQuantity, CountedNounsAgreeWithTheCount) {
+  EXPECT_EQ(counted(1, "stage"), "1 stage");
+  EXPECT_EQ(counted(4, "stage"), "4 stages");
+  EXPECT_EQ(counted(0, "GPU"), "0 GPUs");
+  EXPECT_EQ(counted(1, "micro-batch", "micro-batches"), "1 micro-batch");
+  EXPECT_EQ(counted(16, "micro-batch", "micro-batches"), "16 micro-batches");
+  EXPECT_EQ(counted(3, "process", "processes"), "3 processes");
+}
+
 TEST(FormatQuantity, ThreeSignificantDigits) {
   EXPECT_EQ(format_bytes(1.5 * kGiB), "1.50 GiB");
   EXPECT_EQ(format_bytes(512), "512 B");

@@ -100,7 +100,7 @@ TEST(CheckpointDirectory, ACorruptNewestCheckpointGivesWayToTheNewestIntactOne) 
                      "checkpoint instead"),
             std::string::npos)
       << log;
-  EXPECT_NE(log.find("resuming from " + dir + "/checkpoints/step-00000001 (1 steps done)"),
+  EXPECT_NE(log.find("resuming from " + dir + "/checkpoints/step-00000001 (1 step done)"),
             std::string::npos)
       << log;
   EXPECT_FALSE(fs::exists(newest->path + "/layers-00000-00003.pt.partial"));

@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/yaml_reader.h"
@@ -67,6 +71,37 @@ TEST(Plan, DtypeRoundTripsAndSetsTheCheckedModels) {
   const std::string path = write_temp_file("dtype.json", to_json(plan).dump(2));
   EXPECT_EQ(load_plan(path).dtype, plan.dtype);
   EXPECT_EQ(load_checked_plan(path).model.config().dtype, *plan.dtype);
+}
+
+// A plan copied away from the files it names: the error names the plan and its field, and
+// where the path was looked for, not an option the user never passed.
+TEST(Plan, AReferenceNotFoundIsThePlansFieldsError) {
+  std::ifstream example(kExamples + "/plans/tiny-gpt-3stage.json");
+  const std::string text((std::istreambuf_iterator<char>(example)),
+                         std::istreambuf_iterator<char>());
+  const std::string path = write_temp_file("copied-plan.json", text);
+  try {
+    load_checked_plan(path);
+    FAIL() << "loaded a plan whose model file is not there";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.source(), path);
+    EXPECT_EQ(error.where(), "field 'model'");
+    const std::string beside = std::filesystem::absolute(std::filesystem::path(path).parent_path() /
+                                                         "../models/tiny-gpt.yaml")
+                                   .lexically_normal()
+                                   .string();
+    EXPECT_NE(error.expected().find(beside), std::string::npos) << error.what();
+    EXPECT_NE(error.expected().find("'../models/tiny-gpt.yaml' is not a catalogue model"),
+              std::string::npos)
+        << error.what();
+  }
+  // A cluster given in its place is the user's own option: its error stays its own.
+  try {
+    load_checked_plan(kExamples + "/plans/tiny-gpt-3stage.json", std::string("no-such-cluster"));
+    FAIL() << "loaded an unknown cluster";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.source(), "--cluster");
+  }
 }
 
 TEST(Plan, RuntimeRoundTripsAndDefaultsToHyperPipe) {

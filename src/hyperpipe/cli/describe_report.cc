@@ -302,9 +302,10 @@ void print_describe_tables(const json& report, std::ostream& out) {
   out << "  " << plan::layer_numbering_note(static_cast<int>(all.size())) << '\n';
 
   const json& c = report["cluster"];
-  out << fmt::format("\nCluster {}: {} GPUs in {} nodes, {} island(s)\n",
-                     c["name"].get<std::string>(), c["devices"].get<int>(), c["nodes"].size(),
-                     c["islands"].size());
+  out << fmt::format("\nCluster {}: {} in {}, {}\n", c["name"].get<std::string>(),
+                     counted(c["devices"].get<int>(), "GPU"),
+                     counted(static_cast<int64_t>(c["nodes"].size()), "node"),
+                     counted(static_cast<int64_t>(c["islands"].size()), "island"));
   Table nodes({"Node", "GPU", ">Count", "Device ids", ">Memory", "Island"});
   for (const auto& node : c["nodes"]) {
     nodes.add_row({node["name"], node["gpu_type"], std::to_string(node["count"].get<int>()),

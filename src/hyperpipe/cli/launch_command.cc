@@ -17,6 +17,7 @@
 #include "hyperpipe/cli/worker.h"
 #include "hyperpipe/cli/worker_arguments.h"
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/cost/cost_model.h"
 #include "hyperpipe/cost/profile_db.h"
@@ -234,13 +235,13 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     // Under --format json stdout holds rank 0's document alone; the rest goes to stderr.
     const bool json = option_value(command->remaining(), "--format") == "json";
     if (json) spec.raw_stdout_rank = 0;
-    (json ? err : out) << fmt::format(
-                              "launching {} processes for {}{}{}\n", spec.processes, args->plan,
-                              shared
-                                  ? fmt::format(" (ranks {} of {}, the rest elsewhere)",
-                                                plan::format_devices(spec.ranks), spec.world_size)
-                                  : "",
-                              args->elastic ? " (elastic)" : "")
+    (json ? err : out) << fmt::format("launching {} for {}{}{}\n",
+                                      counted(spec.processes, "process", "processes"), args->plan,
+                                      shared ? fmt::format(" (ranks {} of {}, the rest elsewhere)",
+                                                           plan::format_devices(spec.ranks),
+                                                           spec.world_size)
+                                             : "",
+                                      args->elastic ? " (elastic)" : "")
                        << std::flush;
     // A run that adapts its plan hands over to the next through the elastic launcher.
     if (args->elastic || has_flag(command->remaining(), "--adapt")) {

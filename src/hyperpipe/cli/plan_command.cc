@@ -110,7 +110,8 @@ void print_pipeline(const planner::ScoredPlan& scored, int p, std::ostream& out)
                    format_bytes(sim.memory_limit[rank])});
   }
   table.print(out, "  ");
-  out << fmt::format("\n  {} micro-batches of {}; schedule {}\n", pipeline.micro_batches,
+  out << fmt::format("\n  {} of {}; schedule {}\n",
+                     counted(pipeline.micro_batches, "micro-batch", "micro-batches"),
                      pipeline.micro_batch_size, schedule_text(pipeline));
 }
 
@@ -149,11 +150,11 @@ void print_plan(const planner::ScoredPlan& scored, const std::string& model,
   out << "  " << plan::layer_numbering_note(plan.pipeline(0).stages.back().end_layer) << '\n';
   out << "  " << layer_cost_note(simulation_report(plan, sim, model, cluster, seq)) << '\n';
   out << fmt::format(
-      "  Predicted iteration {}: {} tokens/s, {} per {} over {} {}, bubble {:.1f}%\n",
+      "  Predicted iteration {}: {} tokens/s, {} per {} over {}, bubble {:.1f}%\n",
       format_duration(sim.output.iteration_time), format_count(sim.tokens_per_s),
-      format_flop_rate(sim.achieved_flops_per_gpu), sim.stand_ins ? "process" : "GPU", sim.devices,
-      sim.stand_ins ? "CPU stand-ins (no MFU: their peak is this host's)"
-                    : fmt::format("GPUs, MFU {:.1f}%", 100 * sim.mfu),
+      format_flop_rate(sim.achieved_flops_per_gpu), sim.stand_ins ? "process" : "GPU",
+      sim.stand_ins ? counted(sim.devices, "CPU stand-in") + " (no MFU: their peak is this host's)"
+                    : fmt::format("{}, MFU {:.1f}%", counted(sim.devices, "GPU"), 100 * sim.mfu),
       100 * bubble_fraction(scored));
   std::vector<std::pair<std::string, json>> rows;
   for (size_t r = 0; r < sim.device_peaks.size(); ++r) {

@@ -10,6 +10,7 @@
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/limits.h"
+#include "hyperpipe/common/quantity.h"
 #include "hyperpipe/schedule/generators.h"
 #include "hyperpipe/schedule/passes.h"
 
@@ -71,11 +72,11 @@ void run_schedule(const ScheduleArgs& args, std::ostream& out) {
         << '\n';
     return;
   }
-  out << fmt::format("{} over {} device groups, {} micro-batches{}; valid, no deadlock\n",
-                     schedule::to_string(s.kind), s.ranks, s.micro_batches,
-                     s.chunks > 1
-                         ? fmt::format(", {} chunks each (F3.1 = micro-batch 3, chunk 1)", s.chunks)
-                         : "");
+  out << fmt::format(
+      "{} over {}, {}{}; valid, no deadlock\n", schedule::to_string(s.kind),
+      counted(s.ranks, "device group"), counted(s.micro_batches, "micro-batch", "micro-batches"),
+      s.chunks > 1 ? fmt::format(", {} chunks each (F3.1 = micro-batch 3, chunk 1)", s.chunks)
+                   : "");
   const std::string text = schedule::format_schedule(s, args.communication);
   size_t start = 0;
   for (int r = 0; r < s.ranks; ++r) {

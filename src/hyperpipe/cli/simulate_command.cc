@@ -15,6 +15,7 @@
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
+#include "hyperpipe/common/quantity.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/plan/plan_json.h"
@@ -181,8 +182,9 @@ void run_simulate(const SimulateArgs& args, std::ostream& out) {
 
   const int64_t seq = plan.seq_len > 0 ? plan.seq_len : model.config().seq_len;
   simulation.output.timeline.title =
-      fmt::format("{} on {}: {}, {} micro-batches (predicted)", model.config().name, cluster.name(),
-                  schedule::to_string(plan.schedule), plan.micro_batches);
+      fmt::format("{} on {}: {}, {} (predicted)", model.config().name, cluster.name(),
+                  schedule::to_string(plan.schedule),
+                  counted(plan.micro_batches, "micro-batch", "micro-batches"));
   // Files first: a failure to write them must not follow a printed success.
   if (args.trace) {
     write_file_atomically(*args.trace, trace::chrome_trace(simulation.output.timeline).dump());

@@ -165,10 +165,11 @@ namespace {
 // "12 stages (1f1b), 8 micro-batches of 2" for one pipeline of the report.
 std::string pipeline_summary(const json& pipeline) {
   const int chunks = pipeline["chunks"].get<int>();
-  return fmt::format(
-      "{} stages ({}{}), {} micro-batches of {}", pipeline["stages"].get<int>(),
-      pipeline["schedule"].get<std::string>(), chunks > 1 ? fmt::format(", {} chunks", chunks) : "",
-      pipeline["micro_batches"].get<int>(), pipeline["micro_batch_size"].get<int64_t>());
+  return fmt::format("{} ({}{}), {} of {}", counted(pipeline["stages"].get<int>(), "stage"),
+                     pipeline["schedule"].get<std::string>(),
+                     chunks > 1 ? fmt::format(", {} chunks", chunks) : "",
+                     counted(pipeline["micro_batches"].get<int>(), "micro-batch", "micro-batches"),
+                     pipeline["micro_batch_size"].get<int64_t>());
 }
 
 }  // namespace
@@ -253,12 +254,14 @@ void print_simulation_tables(const json& report, std::ostream& out) {
   out << '\n';
   print_memory_terms(report, out);
   out << fmt::format(
-      "\nIteration {}: {} tokens/s, {} per {} over {} {}{}\n",
+      "\nIteration {}: {} tokens/s, {} per {} over {}{}\n",
       format_duration(report["iteration_time_s"].get<double>()),
       format_count(report["tokens_per_s"].get<double>()),
       format_flop_rate(report["achieved_flops_per_gpu"].get<double>()),
-      report["mfu"].is_null() ? "process" : "GPU", report["devices"].get<int>(),
-      report["mfu"].is_null() ? "CPU stand-ins (no MFU: their peak is this host's)" : "GPUs",
+      report["mfu"].is_null() ? "process" : "GPU",
+      report["mfu"].is_null() ? counted(report["devices"].get<int>(), "CPU stand-in") +
+                                    " (no MFU: their peak is this host's)"
+                              : counted(report["devices"].get<int>(), "GPU"),
       report["mfu"].is_null() ? ""
                               : fmt::format(", MFU {:.1f}%", 100 * report["mfu"].get<double>()));
   if (overflow) {

@@ -81,7 +81,7 @@ void TrainProgress::started(const std::optional<std::string>& checkpoint, int64_
   startup_["checkpoint"] = checkpoint ? nlohmann::json(*checkpoint) : nlohmann::json(nullptr);
   first_step_ = steps_done;
   if (checkpoint) {
-    out_ << fmt::format("resuming from {} ({} steps done)\n", *checkpoint, steps_done);
+    out_ << fmt::format("resuming from {} ({} done)\n", *checkpoint, counted(steps_done, "step"));
   } else if (options_.resume && options_.checkpoint_dir) {
     out_ << fmt::format("no complete checkpoint in {}: starting from step 1\n",
                         *options_.checkpoint_dir);
@@ -238,19 +238,19 @@ nlohmann::json report_prediction(const runtime::TrainRecord& record, const plan:
     if (comparable) prediction["relative_error"] = error;
   } else if (comparable) {
     out << fmt::format(
-        "\npredicted {:.1f} ms per iteration ({}), measured {:.1f} ms (median of {} steps): "
+        "\npredicted {:.1f} ms per iteration ({}), measured {:.1f} ms (median of {}): "
         "error {:+.1f}%\n",
         predicted * 1e3, profiles ? "simulator with profiles" : "simulator with estimates",
-        measured * 1e3, seconds.size(), 100 * error);
+        measured * 1e3, counted(static_cast<int64_t>(seconds.size()), "step"), 100 * error);
     prediction["relative_error"] = error;
   } else {
     out << fmt::format(
-        "\nmeasured {:.1f} ms per iteration (median of {} steps). No error against the "
+        "\nmeasured {:.1f} ms per iteration (median of {}). No error against the "
         "prediction ({:.1f} ms): without --profiles the simulator costs the GPU types' "
         "datasheets, while this run's processes ran on {}. Profile the host for this "
         "model and cluster (hyperpipe profile --model M --cluster C --out profiles.json) and "
         "pass --profiles profiles.json for a prediction to check.\n",
-        measured * 1e3, seconds.size(), predicted * 1e3,
+        measured * 1e3, counted(static_cast<int64_t>(seconds.size()), "step"), predicted * 1e3,
         simulation.stand_ins ? fmt::format("{}'s CPU stand-ins", cluster.name())
                              : "this host's CPUs");
   }

@@ -165,4 +165,10 @@ std::string format_count(double count) {
   return scaled(count, kSteps);
 }
 
+std::string counted(int64_t count, std::string_view singular, std::string_view plural) {
+  if (count == 1) return "1 " + std::string(singular);
+  return std::to_string(count) + " " +
+         (plural.empty() ? std::string(singular) + "s" : std::string(plural));
+}
+
 }  // namespace hyperpipe

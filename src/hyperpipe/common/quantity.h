@@ -3,8 +3,10 @@
 // seconds, FLOP/s.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace hyperpipe {
 
@@ -34,5 +36,8 @@ std::string format_duration(double seconds);
 std::string format_flops(double flops);            // an amount: "5.41 TFLOP"
 std::string format_flop_rate(double flops_per_s);  // a rate: "312 TFLOP/s"
 std::string format_count(double count);            // "6.74 B", "124 M", "768"
+// A count with its noun: "1 stage", "4 stages"; `plural` where adding an s is wrong
+// ("1 process", "3 processes").
+std::string counted(int64_t count, std::string_view singular, std::string_view plural = {});
 
 }  // namespace hyperpipe
