@@ -34,6 +34,21 @@ TEST_P(IterationFlops, MatchNarayananFormulas) {
 INSTANTIATE_TEST_SUITE_P(Gpt, IterationFlops,
                          ::testing::Values("gpt3-1.3b", "gpt3-13b", "gpt3-175b", "gpt2-1.5b"));
 
+// A plan's or a run's precision in place of the file's: the same chain, each layer's
+// weights in the new type's bytes, nothing else changed.
+TEST(Model, InAnotherDtypeOnlyTheBytesPerElementChange) {
+  const Model bf16(*find_catalogue_model("llama2-7b"));
+  ASSERT_EQ(bf16.config().dtype, DType::bf16);
+  const Model fp32 = bf16.in_dtype(DType::fp32);
+  EXPECT_EQ(fp32.config().dtype, DType::fp32);
+  ASSERT_EQ(fp32.num_layers(), bf16.num_layers());
+  for (int l = 0; l < bf16.num_layers(); ++l) {
+    EXPECT_EQ(fp32.layers()[l].params(), bf16.layers()[l].params()) << l;
+  }
+  EXPECT_EQ(fp32.config().name, bf16.config().name);
+  EXPECT_EQ(bf16.in_dtype(DType::bf16).config().dtype, DType::bf16);
+}
+
 TEST(Model, ChainIsEmbeddingBlocksHead) {
   const Model model(*find_catalogue_model("llama2-7b"));
   ASSERT_EQ(model.num_layers(), 34);

@@ -36,17 +36,6 @@ using WallClock = std::chrono::system_clock;
 // How often a leader looks for agents while it waits for the plan's devices.
 constexpr auto kHostPoll = std::chrono::milliseconds(100);
 
-// The model as the run computes it: in --dtype where given (fp64 costed as fp32).
-model::Model model_as_run(const model::Model& model, const std::vector<std::string>& extras) {
-  const auto dtype = option_value(extras, "--dtype");
-  if (!dtype) return model;
-  auto config = model.config();
-  if (const auto parsed = model::parse_dtype(*dtype == "fp64" ? "fp32" : *dtype)) {
-    config.dtype = *parsed;
-  }
-  return model::Model(config);
-}
-
 // One recovery's timings, from the launcher's clock and the new run's start-up record.
 struct Recovery {
   json record;

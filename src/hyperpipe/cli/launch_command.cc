@@ -93,17 +93,10 @@ void check_shared_run(const LaunchArgs& args, bool adapts) {
 // --force.
 void check_fits(const LaunchArgs& args, const plan::CheckedPlan& checked,
                 const std::vector<std::string>& extras) {
-  auto config = checked.model.config();
-  if (const auto dtype = option_value(extras, "--dtype")) {
-    // fp64 runs are costed as fp32 (the GPU types have no fp64 peaks).
-    if (const auto parsed = model::parse_dtype(*dtype == "fp64" ? "fp32" : *dtype)) {
-      config.dtype = *parsed;
-    }
-  }
-  const model::Model model(config);
+  const model::Model model = model_as_run(checked.model, extras);
   std::optional<cost::ProfileDb> profiles;
   if (const auto path = option_value(extras, "--profiles")) {
-    profiles = cost::ProfileDb::load_for(*path, config.name);
+    profiles = cost::ProfileDb::load_for(*path, model.config().name);
   }
   const cost::CostModel costs(model, checked.cluster, {}, profiles ? &*profiles : nullptr);
   const auto over = sim::over_capacity(sim::simulate_plan(costs, checked.plan));

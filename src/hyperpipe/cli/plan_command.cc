@@ -281,14 +281,6 @@ struct Searched {
   std::optional<planner::PlanResult> result;
 };
 
-// The model as it will train: in --dtype where given (the plan records it).
-model::Model model_in_dtype(model::Model model, const std::optional<std::string>& dtype) {
-  if (!dtype) return model;
-  auto config = model.config();
-  config.dtype = *model::parse_dtype(*dtype);
-  return model::Model(std::move(config));
-}
-
 // The choices the user fixed, into the space the planner searches.
 void fix_choices(const PlanArgs& args, planner::PlanSpace& space) {
   space.tp = args.tp;
@@ -301,7 +293,9 @@ void run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   if (args.global_batch <= 0) {
     throw InputError("--global-batch", "", "expected a positive number of sequences");
   }
-  const model::Model model = model_in_dtype(model::load_model(args.model), args.dtype);
+  // The model as it will train: in --dtype where given (the plan records it).
+  model::Model model = model::load_model(args.model);
+  if (args.dtype) model = model.in_dtype(*model::parse_dtype(*args.dtype));
   const cluster::Cluster cluster = cluster::load_cluster(args.cluster);
   std::optional<cost::ProfileDb> profiles;
   if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);

@@ -112,11 +112,7 @@ Simulated load_simulated(const SimulateArgs& args) {
                      "--cluster C --global-batch B [--tp T --pp P --dp D --micro-batch b]");
   }
   model::Model model = model::load_model(args.run.model.value_or(kDefaultModel));
-  if (args.run.dtype) {
-    auto config = model.config();
-    config.dtype = *model::parse_dtype(*args.run.dtype);
-    model = model::Model(std::move(config));
-  }
+  if (args.run.dtype) model = model.in_dtype(*model::parse_dtype(*args.run.dtype));
   const std::string cluster_ref = args.cluster.value_or(kDefaultCluster);
   cluster::Cluster cluster = cluster::load_cluster(cluster_ref);
   const auto runtime = args.runtime ? plan::parse_framework(*args.runtime)

@@ -208,9 +208,7 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     report->on_gpus = options->device == "cuda";
     TrainProgress progress(*report, report->json ? err : out);
     // Costed in the dtype it trains in, whatever the model's own.
-    auto config = model.config();
-    config.dtype = runtime::costed_dtype(dtype);
-    const model::Model as_run(config);
+    const model::Model as_run = model.in_dtype(runtime::costed_dtype(dtype));
     if (*adapt) {
       if (!*profiles_path || !options->checkpoint_dir) {
         throw InputError("--adapt", "",

@@ -12,6 +12,13 @@ std::optional<std::string> option_value(const std::vector<std::string>& argument
   return value;
 }
 
+model::Model model_as_run(const model::Model& model, const std::vector<std::string>& arguments) {
+  const auto dtype = option_value(arguments, "--dtype");
+  if (!dtype) return model;
+  const auto parsed = model::parse_dtype(*dtype == "fp64" ? "fp32" : *dtype);
+  return parsed ? model.in_dtype(*parsed) : model;
+}
+
 bool has_flag(const std::vector<std::string>& arguments, const std::string& name) {
   for (const auto& argument : arguments) {
     if (argument == name) return true;

@@ -4,6 +4,13 @@
 
 namespace hyperpipe::model {
 
+Model Model::in_dtype(DType dtype) const {
+  if (dtype == config_.dtype) return *this;
+  TransformerConfig config = config_;
+  config.dtype = dtype;
+  return Model(std::move(config));
+}
+
 Model::Model(TransformerConfig config) : config_(std::move(config)) {
   layers_.reserve(config_.layers + 2);
   layers_.emplace_back(LayerKind::embedding, 0, config_);

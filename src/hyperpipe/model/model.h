@@ -16,6 +16,9 @@ class Model {
   explicit Model(TransformerConfig config);
 
   const TransformerConfig& config() const { return config_; }
+  // The same model held and computed in `dtype` (a plan's or a run's precision in place of
+  // the file's): what it is costed, simulated and trained as.
+  Model in_dtype(DType dtype) const;
   const std::vector<Layer>& layers() const { return layers_; }
   int num_layers() const { return static_cast<int>(layers_.size()); }
 

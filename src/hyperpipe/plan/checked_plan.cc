@@ -40,12 +40,8 @@ auto load_referenced(const std::string& plan_path, const char* field, const char
 CheckedPlan load_checked_plan(const std::string& path, const std::optional<std::string>& cluster) {
   Plan plan = load_plan(path);
   model::Model model = load_referenced(path, "model", "--model", plan.model, model::load_model);
-  if (plan.dtype && *plan.dtype != model.config().dtype) {
-    // Costed, simulated and trained in the plan's precision, not the model file's.
-    auto config = model.config();
-    config.dtype = *plan.dtype;
-    model = model::Model(std::move(config));
-  }
+  // Costed, simulated and trained in the plan's precision, not the model file's.
+  if (plan.dtype) model = model.in_dtype(*plan.dtype);
   cluster::Cluster loaded =
       cluster
           ? cluster::load_cluster(*cluster)
