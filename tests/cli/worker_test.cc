@@ -70,6 +70,35 @@ TEST(Executables, HelpForTheWorkersCommandsIsTheirs) {
   EXPECT_NE(run("help train").out.find("--checkpoint-dir"), std::string::npos);
 }
 
+// What a launch accepts beyond its own options is train's: its help lists them, each once
+// (train's --plan and --help are launch's own).
+TEST(Executables, LaunchHelpListsTheOptionsItPassesToTrain) {
+  const Result help = run("launch --help");
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  const std::string train = run("train --help").out;
+  for (const char* option : {"--data TEXT REQUIRED", "--steps INT", "--checkpoint-dir TEXT",
+                             "--dtype TEXT", "--metrics TEXT", "--format"}) {
+    ASSERT_NE(train.find(option), std::string::npos) << option;
+    EXPECT_NE(help.out.find(option), std::string::npos) << option << ":\n" << help.out;
+  }
+  const auto count = [&](const std::string& needle) {
+    int n = 0;
+    for (size_t at = help.out.find(needle); at != std::string::npos;
+         at = help.out.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("\n  --plan TEXT REQUIRED"), 1) << help.out;
+  EXPECT_EQ(count("-h,--help"), 1) << help.out;
+  EXPECT_EQ(count("\n  --elastic "), 1) << help.out;  // launch's own, listed once
+  // A wrapped description stays with its option.
+  EXPECT_NE(help.out.find("--weight-decay FLOAT:NONNEGATIVE=0.1\n                              "
+                          "AdamW weight decay"),
+            std::string::npos)
+      << help.out;
+}
+
 TEST(Executables, TrainArgumentsReachTheWorker) {
   // The worker's own validation answers, so the arguments arrived unchanged.
   const Result r = run("--log-level error train --plan /nonexistent/plan.json --data x.txt");

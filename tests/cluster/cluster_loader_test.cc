@@ -212,7 +212,7 @@ INSTANTIATE_TEST_SUITE_P(
                      "from 1 to 4096, got '0'"},
         BadInputCase{"", "expected a mapping with 'nodes' and 'links'"},
         BadInputCase{"nodes: []\nlinks: {}\n",
-                     "field 'nodes': expected a list of at least 1 item(s), got a list"},
+                     "field 'nodes': expected a list of at least 1 item, got a list"},
         BadInputCase{"links: {}\n", "missing required field 'nodes'"},
         BadInputCase{"nodes:\n  - {name: a, gpu: B200, count: 8}\nlinks: {}\n",
                      "line 2, field 'nodes[0].gpu': expected a GPU type"},

@@ -171,5 +171,60 @@ TEST(IndexedDataset, AMissingBinIsNamed) {
             std::string::npos);
 }
 
+// The scan finds the first id outside the vocabulary, in stream order, as reading every
+// sequence's ids one by one finds it.
+TEST(IndexedDataset, AScanFindsTheFirstIdOutsideTheVocabularyAsReadingEveryIdDoes) {
+  const std::string prefix = hyperpipe::testing::temp_path("scan");
+  std::vector<std::vector<int64_t>> sequences;
+  for (int s = 0; s < 40; ++s) {
+    std::vector<int64_t> ids;
+    for (int i = 0; i < s % 7; ++i) ids.push_back((s * 31 + i * 17) % 300);  // some empty
+    sequences.push_back(ids);
+  }
+  write_indexed_dataset(prefix, sequences, TokenDtype::kI32, {0, 10, 25});
+  const IndexedDataset data(prefix);
+  const auto later = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  for (const int64_t vocab : {1, 100, 250, 299, 300, 1000}) {
+    std::optional<OutOfVocabulary> expected;
+    int64_t read = 0;
+    for (int64_t s = 0; s < data.sequences() && !expected; ++s) {
+      const auto ids = data.tokens(s);
+      for (size_t i = 0; i < ids.size() && !expected; ++i) {
+        ++read;
+        if (ids[i] >= vocab) expected = OutOfVocabulary{s, static_cast<int64_t>(i), ids[i]};
+      }
+    }
+    const IdScan scan = data.scan_ids(vocab, later);
+    EXPECT_EQ(scan.tokens_scanned, read) << vocab;
+    ASSERT_EQ(scan.found.has_value(), expected.has_value()) << vocab;
+    if (!expected) continue;
+    EXPECT_EQ(scan.found->sequence, expected->sequence) << vocab;
+    EXPECT_EQ(scan.found->offset, expected->offset) << vocab;
+    EXPECT_EQ(scan.found->id, expected->id) << vocab;
+  }
+  // Negative ids are outside too.
+  write_indexed_dataset(prefix, {{3, -2, 5}}, TokenDtype::kI16, {0});
+  const IdScan negative = IndexedDataset(prefix).scan_ids(10, later);
+  ASSERT_TRUE(negative.found);
+  EXPECT_EQ(negative.found->id, -2);
+  EXPECT_EQ(negative.found->offset, 1);
+}
+
+// A deadline passed stops the scan at its first look at the clock, short of the end.
+TEST(IndexedDataset, AScanStopsAtItsDeadline) {
+  const std::string prefix = hyperpipe::testing::temp_path("scan-deadline");
+  // Sequences of 2^16 ids: the clock is read after every 2^20 ids.
+  std::vector<std::vector<int64_t>> sequences(40, std::vector<int64_t>(int64_t{1} << 16, 1));
+  write_indexed_dataset(prefix, sequences, TokenDtype::kU16, {0});
+  const IndexedDataset data(prefix);
+  const IdScan scan = data.scan_ids(2, std::chrono::steady_clock::now());
+  EXPECT_FALSE(scan.found);
+  EXPECT_GT(scan.tokens_scanned, 0);
+  EXPECT_LT(scan.tokens_scanned, data.total_tokens());
+  EXPECT_EQ(
+      data.scan_ids(2, std::chrono::steady_clock::now() + std::chrono::hours(1)).tokens_scanned,
+      data.total_tokens());
+}
+
 }  // namespace
 }  // namespace hyperpipe::datasets

@@ -36,7 +36,7 @@ TEST(CheckpointDirectory, ANewRunDoesNotOverwriteAnotherUnlessAsked) {
   const std::string dir = prepare("ckdir-new", kTinyGpt, kTwoStages);
   ASSERT_EQ(launch_into(dir, 2), 0) << slurp(dir + "/log.txt");
   EXPECT_EQ(launch_into(dir, 1), 2);
-  EXPECT_NE(slurp(dir + "/log.txt").find("holds 2 checkpoint(s) of an earlier run; --resume"),
+  EXPECT_NE(slurp(dir + "/log.txt").find("holds 2 checkpoints of an earlier run; --resume"),
             std::string::npos)
       << slurp(dir + "/log.txt");
   EXPECT_TRUE(fs::exists(dir + "/checkpoints/step-00000002"));  // untouched

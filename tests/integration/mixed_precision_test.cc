@@ -82,7 +82,7 @@ LaunchedRun half_precision_reference(int64_t global_batch, int64_t micro_batch,
   StageModule half(model, 0, model.num_layers(), kSeed);
   half.to(type);
   OptimizerOptions options;
-  options.learning_rate = kLearningRate;
+  options.lr.max_lr = kLearningRate;
   auto adamw = make_optimizer(master.parameters(), options);
   const auto masters = master.parameters();
   const auto halves = half.parameters();
@@ -175,6 +175,13 @@ class Bf16MatchesOneProcess : public ::testing::TestWithParam<Bf16Case> {};
 TEST_P(Bf16MatchesOneProcess, WithinBf16Rounding) {
   const auto& c = GetParam();
   const LaunchedRun run = launch_run(c.name, c.plan, "--dtype bf16");
+  // The run says what it trains in, at its start and in its final report.
+  const std::string precision =
+      "bf16 compute with fp32 master weights, gradients and AdamW state (mixed precision)";
+  EXPECT_NE(run.log.find("precision: " + precision), std::string::npos) << run.log;
+  EXPECT_NE(run.log.find("trained " + std::to_string(kSteps) + " steps in " + precision),
+            std::string::npos)
+      << run.log;
   const LaunchedRun reference = half_precision_reference(c.global_batch, c.micro_batch);
   expect_close_in_bf16(run, reference);
   if (!c.bit_for_bit) return;

@@ -30,6 +30,8 @@ struct ReferenceSettings {
   // Steps whose update is left out (as a loss-scaled run skips overflowing ones): their
   // batches are drawn and their loss counted, the weights and AdamW stay.
   std::set<int> skipped_steps = {};
+  // Each step's learning rate, where given (else learning_rate throughout).
+  std::vector<double> rates = {};
 };
 
 struct ReferenceRun {
@@ -63,7 +65,7 @@ inline ReferenceRun one_process_reference(const std::string& model_yaml, int64_t
   const TextCorpus data = TextCorpus::load(kCorpus, seq, settings.seed);
   StageModule whole(model, 0, model.num_layers(), settings.seed);
   OptimizerOptions options;
-  options.learning_rate = settings.learning_rate;
+  options.lr.max_lr = settings.learning_rate;
   auto adamw = make_optimizer(whole.parameters(), options);
   const auto tokens = whole.embedding_tokens();
   const auto tied = whole.tied_head_tokens();
@@ -92,6 +94,9 @@ inline ReferenceRun one_process_reference(const std::string& model_yaml, int64_t
     }
     const double factor = clip_factor(std::sqrt(squares), options.clip_norm);
     for (auto& p : whole.parameters()) p.mutable_grad().mul_(factor);
+    if (!settings.rates.empty()) {
+      for (auto& group : adamw->param_groups()) group.options().set_lr(settings.rates.at(step));
+    }
     adamw->step();
   }
   for (const auto& item : whole.named_parameters()) run.weights[item.key()] = item.value().detach();

@@ -71,6 +71,60 @@ TEST(ProcessLauncher, ALaunchersShareOfARunAcrossHostsHasTheRunsRanks) {
   EXPECT_EQ(result.codes[1], 4);  // in the order the processes were started
 }
 
+// A rank that fails on its own input writes its error first; the others fail after it on
+// losing it, and one of them may exit first. The report blames the first to write an
+// error and quotes it.
+TEST(ProcessLauncher, TheFirstRankToReportAnErrorIsBlamedWithItsMessage) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const std::string marker = hyperpipe::testing::temp_path("rank-0-reported");
+  std::remove(marker.c_str());
+  auto spec = shell(
+      "if [ $RANK = 0 ]; then trap 'exit 2' TERM; echo 'error: --data: bad data' >&2; "
+      "touch $MARKER; sleep 60 & wait; exit 2; fi; "
+      "if [ $RANK = 2 ]; then while [ ! -e $MARKER ]; do sleep 0.01; done; "
+      "echo 'error: lost rank 0' >&2; exit 1; fi; exec sleep 60",
+      3);
+  spec.environment["MARKER"] = marker;
+  const auto result = launch_processes(spec, out, err);
+  EXPECT_EQ(result.failed_rank, 2);  // the first to exit
+  EXPECT_EQ(result.first_error_rank, 0);
+  EXPECT_EQ(result.blamed_rank, 0);
+  EXPECT_EQ(result.blamed_code, 2);
+  EXPECT_EQ(result.blamed_message, "--data: bad data");
+  EXPECT_EQ(failure_summary(result, 3), "rank 0 of 3 failed (exit code 2): --data: bad data");
+}
+
+// A rank killed outright writes nothing: the survivors' errors only say they lost it.
+TEST(ProcessLauncher, ARankKilledOutrightIsBlamedThoughOthersReportedErrors) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const auto result = launch_processes(
+      shell("if [ $RANK = 1 ]; then kill -9 $$; fi; "
+            "trap 'echo \"[error] lost rank 1\" >&2; exit 1' TERM; sleep 60 & wait; exit 1",
+            2),
+      out, err);
+  EXPECT_EQ(result.failed_rank, 1);
+  EXPECT_EQ(result.first_error_rank, 0);
+  EXPECT_EQ(result.first_error, "lost rank 1");
+  EXPECT_EQ(result.blamed_rank, 1);
+  EXPECT_EQ(result.blamed_code, 128 + SIGKILL);
+  EXPECT_EQ(failure_summary(result, 2), "rank 1 of 2 failed (exit code 137)");
+}
+
+// A launcher's own single process (a pre-flight check): its lines as they are, and no
+// "[launch]" lines of the launcher's.
+TEST(ProcessLauncher, ABareProcessSpeaksForTheLauncher) {
+  std::ostringstream out;
+  std::ostringstream err;
+  auto spec = shell("echo ready; echo 'error: --steps: a positive number' >&2; exit 2", 1);
+  spec.bare = true;
+  const auto result = launch_processes(spec, out, err);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(out.str(), "ready\n");
+  EXPECT_EQ(err.str(), "error: --steps: a positive number\n");
+}
+
 // The others' exit codes say they were stopped (a `sleep 60` left alone exits 0); how long
 // that takes is no test's business (bench/elastic_recovery.sh times detection).
 TEST(ProcessLauncher, OneFailureStopsTheOthers) {

@@ -35,7 +35,7 @@ print(f"ok: host v0 lost; recovered in {first['seconds']['total']:.2f} s "
 PY
 grep -q "\[agent v0\] the run finished" "$work/lab.log" || fail "host 1's agent did not end with the run"
 # Back, its device is offered again and answered (taken, or kept as a spare, as the planner says).
-[ "$(grep -c 'agent v0 offers device(s) 1' "$work/lab.log")" -eq 2 ] ||
+[ "$(grep -c 'agent v0 offers device 1' "$work/lab.log")" -eq 2 ] ||
   fail "host 1's device was not offered again after its return"
 grep -q "device 1 (V100-16GB) offered: " "$work/lab.log" || fail "the leader did not answer host 1's return"
 grep -E '^\[host [0-9]+\] (\[elastic\]|\[agent|host )' "$work/lab.log"

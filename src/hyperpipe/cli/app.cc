@@ -165,7 +165,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
     err << "error: " << printable_message(error.what()) << '\n';
     return kExitBadInput;
   } catch (const CommandFailed& error) {
-    err << "error: " << printable_message(error.what()) << '\n';
+    // An empty message: the failure has been reported already (by the process that failed).
+    if (*error.what() != '\0') err << "error: " << printable_message(error.what()) << '\n';
     return error.code();
   } catch (const std::exception& error) {
     err << "internal error: " << printable_message(error.what()) << '\n';

@@ -20,6 +20,8 @@ inline constexpr int kExitPlanSwitch = 75;
 
 // A command that ran and failed (a training process that lost a peer, a launched process
 // that exited non-zero): its message, and the exit code to end with.
+// A command that ran and failed: exits with `code` after "error: MESSAGE" (nothing when the
+// message is empty: another process has said what failed).
 class CommandFailed : public std::runtime_error {
  public:
   CommandFailed(const std::string& message, int code) : std::runtime_error(message), code_(code) {}

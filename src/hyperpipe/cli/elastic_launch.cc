@@ -209,7 +209,8 @@ class ElasticRun {
         if (!outcome.host_lost.empty()) {
           lose(outcome.devices_lost,
                {{"host", outcome.host_lost}, {"devices", outcome.devices_lost}},
-               fmt::format("host {} (device(s) {})", outcome.host_lost,
+               fmt::format("host {} ({} {})", outcome.host_lost,
+                           noun_for(outcome.devices_lost.size(), "device"),
                            plan::format_devices(outcome.devices_lost)),
                fmt::format("its heartbeat stopped for {} s", settings_.heartbeat_timeout),
                outcome.result, restart + 1);
@@ -277,21 +278,21 @@ class ElasticRun {
     const int exit_code = result.exit_code != 0 ? result.exit_code : kExitInternalError;
     if (++losses_ > settings_.max_restarts) {
       throw CommandFailed(
-          fmt::format("{} failed ({}) and the {} restart(s) --max-restarts allows are used up; "
+          fmt::format("{} failed ({}) and the {} --max-restarts allows are used up; "
                       "the run stopped at its last checkpoint",
-                      what, how, settings_.max_restarts),
+                      what, how, counted(settings_.max_restarts, "restart")),
           exit_code);
     }
     for (int device : devices) {
       available_.erase(std::remove(available_.begin(), available_.end(), device), available_.end());
     }
-    log_line(fmt::format("{} was lost ({}); {} device(s) left: {}", what, how, available_.size(),
-                         plan::format_devices(available_)));
+    log_line(fmt::format("{} was lost ({}); {} left: {}", what, how,
+                         counted(available_.size(), "device"), plan::format_devices(available_)));
     if (static_cast<int>(available_.size()) < settings_.min_devices) {
       throw CommandFailed(
-          fmt::format("{} device(s) left, fewer than --min-devices {}; the run stopped at its "
+          fmt::format("{} left, fewer than --min-devices {}; the run stopped at its "
                       "last checkpoint",
-                      available_.size(), settings_.min_devices),
+                      counted(available_.size(), "device"), settings_.min_devices),
           exit_code);
     }
     const double before = predicted_iteration(plan_);
@@ -299,10 +300,12 @@ class ElasticRun {
     try {
       replanned = plan_available();
     } catch (const InputError& error) {
-      throw InputError(
-          "--elastic", fmt::format("after losing device(s) {}", plan::format_devices(devices)),
-          fmt::format("a plan that fits the {} device(s) left ({}); none does: {}",
-                      available_.size(), plan::format_devices(available_), error.expected()));
+      throw InputError("--elastic",
+                       fmt::format("after losing {} {}", noun_for(devices.size(), "device"),
+                                   plan::format_devices(devices)),
+                       fmt::format("a plan that fits the {} left ({}); none does: {}",
+                                   counted(available_.size(), "device"),
+                                   plan::format_devices(available_), error.expected()));
     }
     adopt(replanned, before, restart);
     log_line(fmt::format("restart {} of at most {}: resuming from the last complete checkpoint",
@@ -394,13 +397,15 @@ class ElasticRun {
   void take_agent_changes() {
     for (const auto& change : hosts_->look_at_agents()) {
       if (change.arrived) {
-        log_line(fmt::format("agent {} offers device(s) {}", change.name,
+        log_line(fmt::format("agent {} offers {} {}", change.name,
+                             noun_for(change.devices.size(), "device"),
                              plan::format_devices(change.devices)));
         for (int device : change.devices) offer(device);
         continue;
       }
-      log_line(fmt::format("agent {} is gone (no heartbeat for {} s, or restarted): device(s) {}",
+      log_line(fmt::format("agent {} is gone (no heartbeat for {} s, or restarted): {} {}",
                            change.name, settings_.heartbeat_timeout,
+                           noun_for(change.devices.size(), "device"),
                            plan::format_devices(change.devices)));
       for (int device : change.devices) {
         available_.erase(std::remove(available_.begin(), available_.end(), device),
@@ -427,8 +432,9 @@ class ElasticRun {
         std::chrono::steady_clock::now() +
         std::chrono::milliseconds(static_cast<int64_t>(settings_.host_wait_seconds * 1e3));
     if (!missing().empty()) {
-      log_line(fmt::format("waiting up to {} s for agents (hyperpipe agent) to offer device(s) {}",
-                           settings_.host_wait_seconds, plan::format_devices(missing())));
+      log_line(fmt::format("waiting up to {} s for agents (hyperpipe agent) to offer {} {}",
+                           settings_.host_wait_seconds, noun_for(missing().size(), "device"),
+                           plan::format_devices(missing())));
     }
     const StopSignals signals(/*arm_alarm=*/false);  // Ctrl-C: the agents hear the run ended
     while (!missing().empty() && std::chrono::steady_clock::now() < deadline) {

@@ -110,27 +110,75 @@ void check_fits(const LaunchArgs& args, const plan::CheckedPlan& checked,
                   fmt::join(lines, "; "), args.plan));
 }
 
-// A run in 16 bits needs kernels this machine's libtorch may lack: one worker checks
-// every input and the kernels first (`train --check`), so the refusal comes once, with
-// exit 2, before any process of the run starts.
+// Pre-flight: one worker checks what every process would check alone (`train --check`:
+// options, plan, data and its token ids, checkpoint directory, dtype and this machine's
+// kernels for it), so a refusal comes once, with exit 2, before any process of the run
+// starts, instead of once per rank after they have met.
 void check_before_launch(const LaunchArgs& args, const std::vector<std::string>& extras,
                          std::ostream& err) {
-  const auto dtype = option_value(extras, "--dtype");
   const auto checked = plan::load_checked_plan(args.plan, option_value(extras, "--cluster"));
   plan::check_runs_here(checked.plan, args.plan);
   check_fits(args, checked, extras);
-  const std::string run_dtype =
-      dtype ? *dtype : std::string(model::to_string(checked.model.config().dtype));
-  if (run_dtype != "bf16" && run_dtype != "fp16") return;
   launch::LaunchSpec check;
   check.command = {require_worker("launch"), "train", "--check", "--plan", args.plan};
   for (const auto& extra : extras) check.command.push_back(extra);
+  check.bare = true;         // one process: its error is the launch's
   std::ostringstream quiet;  // its "ready" line: the run's own output follows
   const auto result = launch::launch_processes(check, quiet, err);
-  if (result.exit_code != 0) {
-    throw CommandFailed("the run's inputs were refused (above); no process of it started",
-                        result.exit_code);
+  // Its message (above) is the one the user reads; no process of the run has started.
+  if (result.exit_code != 0) throw CommandFailed("", result.exit_code);
+}
+
+// The options of `train --help` that launch passes on (those it has itself aside), as
+// the worker prints them: what a launch accepts beyond its own.
+std::string train_options(const CLI::App& launch_command) {
+  const auto worker = worker_path();
+  if (!worker) {
+    return fmt::format(
+        "Options of `hyperpipe train`: none here ({} is not beside hyperpipe: this "
+        "build plans only).\n",
+        kWorkerName);
   }
+  launch::LaunchSpec help;
+  help.command = {*worker, "train", "--help"};
+  help.bare = true;
+  std::ostringstream text;
+  std::ostringstream errors;
+  if (launch::launch_processes(help, text, errors).exit_code != 0) {
+    return "Options of `hyperpipe train`: see `hyperpipe help train`.\n";
+  }
+  std::vector<std::string> own;
+  for (const auto* option : launch_command.get_options()) {
+    for (const auto& name : option->get_lnames()) own.push_back("--" + name);
+  }
+  // Each option's entry: a line "  -x,--name …" or "  --name …", then lines indented deeper.
+  std::istringstream lines(text.str());
+  std::string line;
+  std::string result;
+  bool in_options = false;
+  bool keep = false;
+  while (std::getline(lines, line)) {
+    if (line == "Options:") {
+      in_options = true;
+      continue;
+    }
+    if (!in_options) continue;
+    if (line.empty()) break;
+    const size_t name_start = line.find_first_not_of(' ');
+    if (name_start == 2 && line[2] == '-') {
+      std::string names = line.substr(2, line.find(' ', 2) - 2);
+      keep = true;
+      for (size_t at = 0; at != std::string::npos;) {
+        const size_t comma = names.find(',', at);
+        const std::string name =
+            names.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        if (std::find(own.begin(), own.end(), name) != own.end() || name == "-h") keep = false;
+        at = comma == std::string::npos ? comma : comma + 1;
+      }
+    }
+    if (keep) result += line + "\n";
+  }
+  return "Options passed to each process's `hyperpipe train`:\n" + result;
 }
 
 }  // namespace
@@ -188,8 +236,9 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                     "Launch a plan the cost model predicts will not fit a device's memory");
   command->allow_extras();
   command->fallthrough(false);  // what launch does not know is train's
+  command->footer([command] { return train_options(*command); });
   command->footer(
-      "Every other option goes to `hyperpipe train` (see `hyperpipe train --help`); with "
+      "Every other option goes to `hyperpipe train` (`hyperpipe help train`); with "
       "--format json, stdout is rank 0's JSON document and everything else goes to stderr.\n"
       "Across machines run `hyperpipe launch --devices-here` on each host (the same --port, "
       "--master-addr and HYPERPIPE_JOB_TOKEN), or `hyperpipe train` under torchrun "
@@ -201,7 +250,6 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "--data examples/data/corpus.txt --steps 20");
   command->callback([args, command, &out, &err] {
     const plan::Plan plan = plan::load_plan(args->plan);
-    check_before_launch(*args, command->remaining(), err);
     launch::LaunchSpec spec;
     spec.command = {require_worker("launch"), "train", "--plan", args->plan};
     for (const auto& extra : command->remaining()) spec.command.push_back(extra);
@@ -209,7 +257,9 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     spec.processes = static_cast<int>(spec.ranks.size());
     spec.world_size = static_cast<int>(plan::devices_in_rank_order(plan).size());
     const bool shared = spec.processes < spec.world_size;
+    // The launcher's own options first, then what every process would check.
     if (shared) check_shared_run(*args, has_flag(command->remaining(), "--adapt"));
+    check_before_launch(*args, command->remaining(), err);
     if (shared && args->elastic) {
       args->elastic_settings.devices_here = args->devices_here;
       args->elastic_settings.address = args->master_address;
@@ -248,9 +298,9 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                           result.exit_code);
     }
     if (result.exit_code != 0) {
-      throw CommandFailed(fmt::format("rank {} of {} failed (exit code {}); the run stopped",
-                                      result.failed_rank, spec.world_size, result.exit_code),
-                          result.exit_code);
+      throw CommandFailed(
+          fmt::format("{}; the run stopped", launch::failure_summary(result, spec.world_size)),
+          result.blamed_code != 0 ? result.blamed_code : result.exit_code);
     }
   });
 }

@@ -9,8 +9,10 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/elastic_launch.h"
 #include "hyperpipe/cli/output_format.h"
+#include "hyperpipe/cli/run_summary.h"
 #include "hyperpipe/cli/train_report.h"
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/launch/parent_watch.h"
 #include "hyperpipe/plan/checked_plan.h"
@@ -46,8 +48,32 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->default_val(10)
       ->check(CLI::PositiveNumber);
   auto& optimizer = options->optimizer;
-  command->add_option("--lr", optimizer.learning_rate, "AdamW learning rate")
+  command
+      ->add_option("--lr", optimizer.lr.max_lr, "AdamW learning rate (the peak, with a schedule)")
       ->default_val(1e-3)
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--min-lr", optimizer.lr.min_lr,
+                   "The learning rate a decay ends at and holds (Megatron-LM's --min-lr)")
+      ->default_val(0.0)
+      ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--lr-warmup-iters", optimizer.lr.warmup_iters,
+                   "Steps of linear warm-up from 0 to --lr (Megatron-LM's; the first step's rate "
+                   "is 0)")
+      ->default_val(0)
+      ->check(CLI::NonNegativeNumber);
+  auto decay_style = std::make_shared<std::string>("constant");
+  command
+      ->add_option("--lr-decay-style", *decay_style,
+                   "After the warm-up: constant, linear or cosine decay to --min-lr")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"constant", "linear", "cosine"}));
+  auto decay_iters = std::make_shared<std::optional<int64_t>>();
+  command
+      ->add_option("--lr-decay-iters", *decay_iters,
+                   "Steps from the start to the end of the decay, warm-up included (default: "
+                   "--steps)")
       ->check(CLI::PositiveNumber);
   command->add_option("--weight-decay", optimizer.weight_decay, "AdamW weight decay (matrices)")
       ->default_val(0.1)
@@ -76,8 +102,10 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->check(CLI::PositiveNumber);
   auto check_only = std::make_shared<bool>(false);
   command->add_flag("--check", *check_only,
-                    "Check the plan, model, cluster, data and dtype (that this machine's "
-                    "libtorch computes it) and exit; `hyperpipe launch` does so first");
+                    "Check the options, plan, model, cluster, data (token ids against the "
+                    "vocabulary), checkpoint directory and dtype (that this machine's libtorch "
+                    "computes it) and exit; `hyperpipe launch` does so once before it starts "
+                    "any process");
   command->add_option("--threads", options->threads, "Intra-op threads per process")
       ->default_val(1)
       ->check(CLI::PositiveNumber);
@@ -87,6 +115,10 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->default_val(60.0)
       ->check(CLI::PositiveNumber);
   command->add_option("--metrics", report->metrics_path, "Write per-step metrics (JSON lines)");
+  command->add_option("--tensorboard", report->tensorboard_dir,
+                      "Write the steps' scalars (loss, learning rate, grad norm, step time, "
+                      "tokens/s, rank 0's device peak) as a TensorBoard event file in this "
+                      "directory (`tensorboard --logdir DIR`)");
   command->add_option("--startup-record", report->startup_record_path,
                       "Write when the run joined, built its layers, loaded its checkpoint and "
                       "finished its first step (JSON, hyperpipe.startup/1; `launch --elastic` "
@@ -177,8 +209,13 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "  torchrun --nproc-per-node 3 --no-python hyperpipe train --plan plan.json --data "
       "corpus.txt");
   command->callback([options, report, profiles_path, timeout_seconds, seed, check_only, format,
-                     no_placement_check, adapt, adapt_settings, hand_over, &out, &err] {
+                     no_placement_check, adapt, adapt_settings, hand_over, decay_style, decay_iters,
+                     &out, &err] {
     options->check_placement = !*no_placement_check;
+    auto& lr = options->optimizer.lr;
+    lr.style = *runtime::parse_lr_decay_style(*decay_style);
+    lr.decay_iters = decay_iters->value_or(options->steps);
+    lr.check();
     options->seed = static_cast<uint64_t>(*seed);
     options->data_seed = static_cast<uint64_t>(*seed);
     options->timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout_seconds * 1000.0));
@@ -190,6 +227,18 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     const auto [plan, model, cluster] =
         plan::load_checked_plan(options->plan_path, options->cluster);
     plan::check_runs_here(plan, options->plan_path);
+    // Options that need others: refused by the launcher's pre-flight (--check) as here.
+    if (*adapt && (!*profiles_path || !options->checkpoint_dir)) {
+      throw InputError("--adapt", "",
+                       "--profiles (the speeds the plan was made for) and --checkpoint-dir "
+                       "(where the run goes on from)");
+    }
+    if (*hand_over && !options->checkpoint_dir) {
+      throw InputError("--hand-over-on-request", "",
+                       "--checkpoint-dir (the launcher asks in it, and the run goes on from it)");
+    }
+    std::optional<cost::ProfileDb> profiles;
+    if (*profiles_path) profiles = cost::ProfileDb::load_for(**profiles_path, model.config().name);
     if (*check_only) {
       runtime::check_run(*options);
       out << fmt::format("{}: ready to train in {}\n", options->plan_path,
@@ -197,8 +246,6 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       return;
     }
     const std::string dtype = runtime::run_dtype(options->dtype, model.config().dtype);
-    std::optional<cost::ProfileDb> profiles;
-    if (*profiles_path) profiles = cost::ProfileDb::load_for(**profiles_path, model.config().name);
     report->steps = options->steps;
     report->tokens_per_step =
         plan.global_batch() * (plan.seq_len > 0 ? plan.seq_len : model.config().seq_len);
@@ -206,15 +253,25 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     report->resume = options->resume;
     report->json = *format == OutputFormat::json;
     report->on_gpus = options->device == "cuda";
-    TrainProgress progress(*report, report->json ? err : out);
     // Costed in the dtype it trains in, whatever the model's own.
     const model::Model as_run = model.in_dtype(runtime::costed_dtype(dtype));
+    report->lr_varies = lr.warmup_iters > 0 || lr.style != runtime::LrDecayStyle::constant;
+    report->precision = precision_text(dtype);
+    report->recomputation = recomputation_text(plan);
+    report->header = run_header(plan, options->plan_path, as_run, cluster.name(), dtype, *report);
+    if (report->lr_varies) {
+      report->header += fmt::format(
+          "learning rate: {:g}{}{}\n", lr.max_lr,
+          lr.warmup_iters > 0
+              ? fmt::format(" after {} of warm-up from 0", counted(lr.warmup_iters, "step"))
+              : "",
+          lr.style == runtime::LrDecayStyle::constant
+              ? ""
+              : fmt::format(", {} decay to {:g} at step {}", runtime::to_string(lr.style),
+                            lr.min_lr, lr.decay_iters));
+    }
+    TrainProgress progress(*report, report->json ? err : out);
     if (*adapt) {
-      if (!*profiles_path || !options->checkpoint_dir) {
-        throw InputError("--adapt", "",
-                         "--profiles (the speeds the plan was made for) and --checkpoint-dir "
-                         "(where the run goes on from)");
-      }
       progress.adapt_with(std::make_unique<PlanAdapter>(
           AdaptInputs{
               plan, options->plan_path, as_run, cluster, options->cluster, *profiles,
@@ -223,10 +280,6 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
           *adapt_settings, report->json ? err : out));
     }
     if (*hand_over) {
-      if (!options->checkpoint_dir) {
-        throw InputError("--hand-over-on-request", "",
-                         "--checkpoint-dir (the launcher asks in it, and the run goes on from it)");
-      }
       progress.hand_over_on_request(
           (std::filesystem::path(*options->checkpoint_dir) / kElasticDirectory).string());
     }
@@ -258,7 +311,12 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                                           profiles ? &*profiles : nullptr, *report, out);
       if (report->json) {
         out << training_summary(record, *report, std::move(prediction)).dump(2) << '\n';
+        return;
       }
+      out << fmt::format("\ntrained {} in {}; recomputation: {}\n",
+                         counted(record.steps_done - record.first_step, "step"), report->precision,
+                         report->recomputation)
+          << files_written_text(run_files(*report, record.measured_timeline.has_value()));
     } catch (const runtime::CommunicationError& error) {
       throw CommandFailed(error.what(), kExitInternalError);
     }

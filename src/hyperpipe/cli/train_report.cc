@@ -51,7 +51,8 @@ void TrainProgress::mark_startup(const char* milestone) {
 
 void TrainProgress::joined(int processes, double seconds) {
   mark_startup("joined");
-  out_ << fmt::format("{} process{} joined in {:.1f} s\n", processes, processes == 1 ? "" : "es",
+  out_ << options_.header
+       << fmt::format("{} joined in {:.1f} s\n", counted(processes, "process", "processes"),
                       seconds)
        << std::flush;
 }
@@ -112,21 +113,39 @@ void TrainProgress::step_done(const runtime::StepRecord& step) {
   const double mean_seconds = total_seconds_ / static_cast<double>(done);
   const double tokens = static_cast<double>(options_.tokens_per_step);
   out_ << fmt::format(
-              "step {:>{}}/{}  loss {:.4f}  {:.0f} tokens/s  {:.3f} s/step  ETA {}{}\n",
+              "step {:>{}}/{}  loss {:.4f}{}  {:.0f} tokens/s  {:.3f} s/step  ETA {}{}\n",
               step.step + 1, std::to_string(options_.steps).size(), options_.steps, step.loss,
-              tokens / step.seconds, step.seconds,
+              options_.lr_varies ? fmt::format("  lr {:.3g}", step.lr) : "", tokens / step.seconds,
+              step.seconds,
               format_eta(mean_seconds * static_cast<double>(options_.steps - step.step - 1)),
               step.skipped ? fmt::format("  skipped (loss scale {:g})", step.loss_scale) : "")
        << std::flush;
   nlohmann::json metrics{{"step", step.step},
                          {"loss", step.loss},
                          {"grad_norm", step.grad_norm},
+                         {"lr", step.lr},
                          {"seconds", step.seconds},
                          {"tokens_per_s", tokens / step.seconds},
                          {"time", epoch_seconds(std::chrono::system_clock::now())}};
   if (step.loss_scale > 0) {
     metrics["loss_scale"] = step.loss_scale;
     metrics["skipped"] = step.skipped;
+  }
+  // Every process builds a TrainProgress; rank 0's alone hears of steps and writes events.
+  if (options_.tensorboard_dir && !tensorboard_) tensorboard_.emplace(*options_.tensorboard_dir);
+  if (tensorboard_) {
+    // Steps counted from 1, as the step lines count them.
+    const double now = metrics["time"].get<double>();
+    const int64_t at = step.step + 1;
+    tensorboard_->add_scalar("train/loss", step.loss, at, now);
+    tensorboard_->add_scalar("train/learning_rate", step.lr, at, now);
+    tensorboard_->add_scalar("train/grad_norm", step.grad_norm, at, now);
+    tensorboard_->add_scalar("train/step_time_s", step.seconds, at, now);
+    tensorboard_->add_scalar("train/tokens_per_s", tokens / step.seconds, at, now);
+    if (step.loss_scale > 0) tensorboard_->add_scalar("train/loss_scale", step.loss_scale, at, now);
+    if (step.device_peak_bytes > 0) {
+      tensorboard_->add_scalar("memory/rank0_device_peak_bytes", step.device_peak_bytes, at, now);
+    }
   }
   metrics_.push_back(std::move(metrics));
 }
@@ -300,6 +319,7 @@ nlohmann::json training_summary(const runtime::TrainRecord& record,
     nlohmann::json entry{{"step", step.step},
                          {"loss", step.loss},
                          {"grad_norm", step.grad_norm},
+                         {"lr", step.lr},
                          {"seconds", step.seconds}};
     if (step.loss_scale > 0) {
       entry["loss_scale"] = step.loss_scale;
@@ -320,12 +340,15 @@ nlohmann::json training_summary(const runtime::TrainRecord& record,
     }
   }
   if (options.checkpoint_dir) files["checkpoints"] = *options.checkpoint_dir;
+  if (options.tensorboard_dir) files["tensorboard"] = *options.tensorboard_dir;
   nlohmann::json summary{{"format", kTrainingFormat},
                          {"tokens_per_step", options.tokens_per_step},
                          {"first_step", record.first_step},
                          {"steps_done", record.steps_done},
                          {"steps", steps},
                          {"files", files}};
+  if (!options.precision.empty()) summary["precision"] = options.precision;
+  if (!options.recomputation.empty()) summary["recomputation"] = options.recomputation;
   if (record.measured_timeline) summary["traced_step"] = record.traced_step;
   if (record.measured_steps) summary["first_traced_step"] = record.first_traced_step;
   if (!prediction.is_null()) summary["prediction"] = std::move(prediction);

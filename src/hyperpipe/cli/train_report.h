@@ -17,6 +17,7 @@
 #include "hyperpipe/cli/plan_adapter.h"
 #include "hyperpipe/cli/progress_line.h"
 #include "hyperpipe/cluster/cluster.h"
+#include "hyperpipe/common/tensorboard_events.h"
 #include "hyperpipe/cost/profile_db.h"
 #include "hyperpipe/model/model.h"
 #include "hyperpipe/plan/plan.h"
@@ -28,6 +29,8 @@ struct TrainReportOptions {
   int64_t steps = 0;                        // of the whole run
   int64_t tokens_per_step = 0;              // global batch × sequence length
   std::optional<std::string> metrics_path;  // JSON lines, one per step
+  // TensorBoard's event file of the steps' scalars goes in this directory (--tensorboard).
+  std::optional<std::string> tensorboard_dir;
   // The measured timeline of the traced step as a Chrome trace, an SVG, a JSON document;
   // beside each (NAME.predicted.EXT) the simulator's prediction for the same plan.
   std::optional<std::string> trace_path;
@@ -43,6 +46,13 @@ struct TrainReportOptions {
   // --startup-record: when the run joined, built its layers, loaded its checkpoint and
   // finished its first step (kStartupFormat), written after that step.
   std::optional<std::string> startup_record_path;
+  // What runs (run_summary.h): the lines printed before the first step, and the precision
+  // and recomputation repeated in the final report.
+  std::string header;
+  std::string precision;
+  std::string recomputation;
+  // Whether the learning rate changes from step to step (the step lines show it then).
+  bool lr_varies = false;
 };
 
 inline constexpr const char* kStartupFormat = "hyperpipe.startup/1";
@@ -87,6 +97,7 @@ class TrainProgress : public runtime::TrainObserver {
   // Start-up milestones, seconds since the Unix epoch (comparable across processes).
   nlohmann::json startup_ = nlohmann::json::object();
   std::unique_ptr<PlanAdapter> adapter_;
+  std::optional<TensorBoardWriter> tensorboard_;
   std::optional<std::string> handover_dir_;
   std::optional<std::string> handed_over_for_;
   double last_save_seconds_ = 0;  // rank 0's part of the last checkpoint, copied and written

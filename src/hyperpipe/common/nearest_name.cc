@@ -22,15 +22,22 @@ constexpr size_t kLettersPerEdit = 3;
 }  // namespace
 
 size_t edit_distance(std::string_view a, std::string_view b) {
+  // Three rows of the table: i − 2, i − 1 and i.
+  std::vector<size_t> before(b.size() + 1);
+  std::vector<size_t> above(b.size() + 1);
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
+    before.swap(above);
+    above.swap(row);
     row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
+      row[j] =
+          std::min({above[j] + 1, row[j - 1] + 1, above[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      // Two neighbours swapped ("stpes" for "steps"): one slip of the fingers.
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        row[j] = std::min(row[j], before[j - 2] + 1);
+      }
     }
   }
   return row[b.size()];

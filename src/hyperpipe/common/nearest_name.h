@@ -9,8 +9,9 @@
 
 namespace hyperpipe {
 
-// Levenshtein distance: the fewest insertions, deletions and substitutions of one
-// character that turn `a` into `b`.
+// Optimal string alignment distance: the fewest insertions, deletions and substitutions
+// of one character, and swaps of two neighbours, that turn `a` into `b` (no substring
+// edited twice).
 size_t edit_distance(std::string_view a, std::string_view b);
 
 // The name of `known` closest to `given`, compared without case and without the

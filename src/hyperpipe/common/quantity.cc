@@ -165,10 +165,13 @@ std::string format_count(double count) {
   return scaled(count, kSteps);
 }
 
+std::string noun_for(int64_t count, std::string_view singular, std::string_view plural) {
+  if (count == 1) return std::string(singular);
+  return plural.empty() ? std::string(singular) + "s" : std::string(plural);
+}
+
 std::string counted(int64_t count, std::string_view singular, std::string_view plural) {
-  if (count == 1) return "1 " + std::string(singular);
-  return std::to_string(count) + " " +
-         (plural.empty() ? std::string(singular) + "s" : std::string(plural));
+  return std::to_string(count) + " " + noun_for(count, singular, plural);
 }
 
 }  // namespace hyperpipe

@@ -39,5 +39,7 @@ std::string format_count(double count);            // "6.74 B", "124 M", "768"
 // A count with its noun: "1 stage", "4 stages"; `plural` where adding an s is wrong
 // ("1 process", "3 processes").
 std::string counted(int64_t count, std::string_view singular, std::string_view plural = {});
+// The noun alone, for a count given otherwise ("device 3", "devices 0-3").
+std::string noun_for(int64_t count, std::string_view singular, std::string_view plural = {});
 
 }  // namespace hyperpipe

@@ -166,7 +166,8 @@ std::vector<std::pair<std::string, YamlField>> YamlField::entries() const {
 
 std::vector<YamlField> YamlField::items(size_t min_items) const {
   if (!node_.IsSequence()) fail("a list");
-  if (node_.size() < min_items) fail(fmt::format("a list of at least {} item(s)", min_items));
+  if (node_.size() < min_items)
+    fail("a list of at least " + counted(static_cast<int64_t>(min_items), "item"));
   std::vector<YamlField> result;
   for (size_t i = 0; i < node_.size(); ++i) {
     const YAML::Node item = node_[i];

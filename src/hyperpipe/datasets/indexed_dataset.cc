@@ -209,6 +209,34 @@ std::vector<int64_t> IndexedDataset::tokens(int64_t sequence, int64_t offset, in
   return ids;
 }
 
+IdScan IndexedDataset::scan_ids(int64_t vocab,
+                                std::chrono::steady_clock::time_point deadline) const {
+  // The clock is read once per this many tokens (about a millisecond's worth).
+  constexpr int64_t kTokensPerClockRead = int64_t{1} << 20;
+  IdScan scan;
+  const size_t size = token_size(dtype_);
+  int64_t until_clock = kTokensPerClockRead;
+  for (int64_t s = 0; s < sequences(); ++s) {
+    const std::byte* at = bin_.bytes().data() + pointers_[static_cast<size_t>(s)];
+    const int64_t length = lengths_[static_cast<size_t>(s)];
+    for (int64_t i = 0; i < length; ++i) {
+      const int64_t id = token_at(at + i * size, dtype_);
+      if (id < 0 || id >= vocab) {
+        scan.tokens_scanned += i + 1;
+        scan.found = OutOfVocabulary{s, i, id};
+        return scan;
+      }
+    }
+    scan.tokens_scanned += length;
+    until_clock -= length;
+    if (until_clock <= 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return scan;
+      until_clock = kTokensPerClockRead;
+    }
+  }
+  return scan;
+}
+
 IndexedDatasetWriter::IndexedDatasetWriter(std::string prefix, TokenDtype dtype)
     : prefix_(std::move(prefix)), dtype_(dtype), bin_(prefix_ + ".bin") {
   const size_t size = token_size(dtype);

@@ -7,8 +7,10 @@
 // libtorch.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,6 +39,19 @@ const char* to_string(TokenDtype dtype);
 inline constexpr char kIndexMagic[] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', '\0', '\0'};
 inline constexpr uint64_t kIndexVersion = 1;
 
+// The first token id outside [0, vocab) that a scan met, and where.
+struct OutOfVocabulary {
+  int64_t sequence = 0;
+  int64_t offset = 0;  // within the sequence
+  int64_t id = 0;
+};
+
+// What a scan of the token ids found, and how far it got before its deadline.
+struct IdScan {
+  int64_t tokens_scanned = 0;
+  std::optional<OutOfVocabulary> found;
+};
+
 class IndexedDataset {
  public:
   // Opens PREFIX.idx and PREFIX.bin; InputError naming the file and what is wrong.
@@ -51,6 +66,9 @@ class IndexedDataset {
   int64_t total_tokens() const { return total_tokens_; }
   // Token ids of `sequence`, from `offset` on, at most `count` of them.
   std::vector<int64_t> tokens(int64_t sequence, int64_t offset = 0, int64_t count = -1) const;
+  // Scans the ids sequence by sequence for one outside [0, vocab), stopping at the first
+  // or at `deadline` (a pre-flight check of a file of terabytes must not take hours).
+  IdScan scan_ids(int64_t vocab, std::chrono::steady_clock::time_point deadline) const;
 
  private:
   MappedFile bin_;

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -59,6 +61,7 @@ struct Sink {
 };
 
 Sink sink_of(const LaunchSpec& spec, int index, bool is_err, std::ostream& out, std::ostream& err) {
+  if (spec.bare) return {is_err ? err : out, ""};
   const int rank = rank_of(spec, index);
   if (!is_err && spec.raw_stdout_rank >= 0) {
     if (rank == spec.raw_stdout_rank) return {out, ""};
@@ -67,21 +70,37 @@ Sink sink_of(const LaunchSpec& spec, int index, bool is_err, std::ostream& out, 
   return {is_err ? err : out, fmt::format("[rank {}] ", rank)};
 }
 
+// What a line says when it reports an error, without the marker; nullopt otherwise.
+std::optional<std::string_view> error_text(std::string_view line) {
+  for (const std::string_view marker : {"error: ", "[error] "}) {
+    if (line.starts_with(marker)) return line.substr(marker.size());
+  }
+  return std::nullopt;
+}
+
+// Where whole lines go: the sink, and (for stderr) whoever looks for the first error.
+using LineSeen = std::function<void(std::string_view)>;
+
 // Forwards whole lines from `fd` (partial ones wait in `line`); false at end of file.
-bool forward(int fd, std::string& line, const Sink& sink) {
+bool forward(int fd, std::string& line, const Sink& sink, const LineSeen& seen = {}) {
   char buffer[4096];
   errno = 0;
   const ssize_t got = read(fd, buffer, sizeof buffer);
   if (got < 0) return errno == EINTR || errno == EAGAIN;
   if (got == 0) {
-    if (!line.empty()) sink.to << sink.prefix << line << '\n' << std::flush;
+    if (!line.empty()) {
+      sink.to << sink.prefix << line << '\n' << std::flush;
+      if (seen) seen(line);
+    }
     line.clear();
     return false;
   }
   line.append(buffer, static_cast<size_t>(got));
   size_t newline;
   while ((newline = line.find('\n')) != std::string::npos) {
-    sink.to << sink.prefix << std::string_view(line).substr(0, newline) << '\n';
+    const std::string_view whole = std::string_view(line).substr(0, newline);
+    sink.to << sink.prefix << whole << '\n';
+    if (seen) seen(whole);
     line.erase(0, newline + 1);
   }
   sink.to << std::flush;
@@ -169,6 +188,12 @@ std::string new_job_token() {
 
 }  // namespace
 
+std::string failure_summary(const LaunchResult& result, int world_size) {
+  return fmt::format("rank {} of {} failed (exit code {}){}", result.blamed_rank, world_size,
+                     result.blamed_code,
+                     result.blamed_message.empty() ? "" : ": " + result.blamed_message);
+}
+
 int free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw std::runtime_error("cannot open a socket to find a free port");
@@ -224,6 +249,17 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
     throw;
   }
 
+  // Records the first error line of any rank's stderr.
+  const auto errors_of = [&](int index) -> LineSeen {
+    return [&result, rank = rank_of(spec, index)](std::string_view line) {
+      if (result.first_error_rank >= 0) return;
+      if (const auto text = error_text(line)) {
+        result.first_error_rank = rank;
+        result.first_error = std::string(*text);
+      }
+    };
+  };
+
   bool stopping = false;
   auto stop_deadline = std::chrono::steady_clock::now();
   int running = spec.processes;
@@ -247,7 +283,7 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
       Child& child = children[rank];
       int& fd = is_err ? child.err_fd : child.out_fd;
       if (!forward(fd, is_err ? child.err_line : child.out_line,
-                   sink_of(spec, rank, is_err, out, err))) {
+                   sink_of(spec, rank, is_err, out, err), is_err ? errors_of(rank) : LineSeen{})) {
         close(fd);
         fd = -1;
       }
@@ -293,9 +329,11 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
         result.failed_rank = rank_of(spec, rank);
         result.exit_code = child.code;
         result.failure_seen = std::chrono::system_clock::now();
-        err << fmt::format("[launch] rank {} exited with code {}; stopping the others\n",
-                           result.failed_rank, child.code)
-            << std::flush;
+        if (!spec.bare) {
+          err << fmt::format("[launch] rank {} exited with code {}; stopping the others\n",
+                             result.failed_rank, child.code)
+              << std::flush;
+        }
         stopping = true;
         stop_deadline = std::chrono::steady_clock::now() + spec.grace;
         for (auto& other : children) {
@@ -338,14 +376,36 @@ LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::os
       if (fd < 0) continue;
       // The rank has exited: take what is buffered (non-blocking) and close.
       const Sink sink = sink_of(spec, static_cast<int>(rank), is_err, out, err);
-      while (forward(fd, is_err ? child.err_line : child.out_line, sink) && errno != EAGAIN) {
+      const LineSeen seen = is_err ? errors_of(static_cast<int>(rank)) : LineSeen{};
+      while (forward(fd, is_err ? child.err_line : child.out_line, sink, seen) && errno != EAGAIN) {
       }
       auto& line = is_err ? child.err_line : child.out_line;
-      if (!line.empty()) sink.to << sink.prefix << line << '\n';
+      if (!line.empty()) {
+        sink.to << sink.prefix << line << '\n';
+        if (seen) seen(line);
+      }
       close(fd);
       fd = -1;
     }
     result.codes.push_back(child.code);
+  }
+  if (result.failed_rank >= 0) {
+    result.blamed_rank = result.failed_rank;
+    result.blamed_code = result.exit_code;
+    const auto index_of = [&](int rank) {
+      if (spec.ranks.empty()) return rank;
+      return static_cast<int>(std::find(spec.ranks.begin(), spec.ranks.end(), rank) -
+                              spec.ranks.begin());
+    };
+    const bool killed = children[static_cast<size_t>(index_of(result.failed_rank))].killed;
+    if (result.first_error_rank >= 0 && !killed) {
+      const Child& first = children[static_cast<size_t>(index_of(result.first_error_rank))];
+      if (first.code != 0) {
+        result.blamed_rank = result.first_error_rank;
+        result.blamed_code = first.code;
+        result.blamed_message = result.first_error;
+      }
+    }
   }
   // Stopped by a signal: the launcher's exit says so (130 for Ctrl-C), as a shell's would.
   if (forwarded && result.failed_rank < 0) result.exit_code = 128 + forwarded;

@@ -30,6 +30,9 @@ struct LaunchSpec {
   // When set, this rank's stdout passes to `out` as it is (a JSON document a script
   // reads), and every other rank's stdout goes to `err` with the rank in front.
   int raw_stdout_rank = -1;
+  // One process whose output is the launcher's own (a pre-flight check, a help text): its
+  // lines pass as they are, without "[rank 0] ", and the launcher adds no "[launch]" lines.
+  bool bare = false;
   // LOCAL_RANK of each rank (which CUDA device it drives on this machine); empty: its
   // rank. An elastic restart keeps each device's process on the GPU it had.
   std::vector<int> local_ranks;
@@ -50,7 +53,18 @@ struct LaunchResult {
   int failed_rank = -1;    // the first rank to fail (a global rank), -1 when none did
   std::vector<int> codes;  // per process started, in the order of LaunchSpec::ranks
   int signal = 0;          // the stop signal forwarded to the workers, 0 if none
-  bool stopped = false;    // stop_when asked for the stop
+  // The first error line any process wrote to stderr ("error: …" or the logger's
+  // "[error] …"), without that prefix, and its rank (-1: none). When a process fails on
+  // its own input, the others fail after it on losing it; its line comes first.
+  int first_error_rank = -1;
+  std::string first_error;
+  // The rank a report blames for the failure, its exit code and its message (empty when it
+  // wrote none): the first to write an error when it failed too, unless the first to fail
+  // was killed outright (its survivors' errors only say they lost it).
+  int blamed_rank = -1;
+  int blamed_code = 0;
+  std::string blamed_message;
+  bool stopped = false;  // stop_when asked for the stop
   // Wall-clock times (std::chrono::system_clock): when the failed rank was seen to have
   // exited, and when the last process had.
   std::chrono::system_clock::time_point failure_seen;
@@ -68,6 +82,10 @@ struct LaunchResult {
 // `out` (stdout) and `err` (stderr) as "[rank 3] text". Throws std::runtime_error when a process
 // cannot start.
 LaunchResult launch_processes(const LaunchSpec& spec, std::ostream& out, std::ostream& err);
+
+// "rank 0 of 3 failed (exit code 2): --data: …": the blamed rank of a failed run, for the
+// launcher's last line.
+std::string failure_summary(const LaunchResult& result, int world_size);
 
 // A TCP port that was free a moment ago on 127.0.0.1.
 int free_port();

@@ -122,7 +122,8 @@ void CheckpointWriter::begin(int64_t steps_done, const Executor& executor) {
                         std::move(tensors)});
     }
   }
-  manifest_extras_ = nlohmann::json::object();
+  // The schedule the steps so far followed: a resume continues it (lr_schedule.h).
+  manifest_extras_ = {{"lr_schedule", executor.lr_schedule().to_json()}};
   // Every rank's scaler is the same: where it was, so a resumed run scales as this one.
   if (const auto* scaler = executor.loss_scaler()) {
     manifest_extras_["loss_scale"] = {{"scale", scaler->scale()},

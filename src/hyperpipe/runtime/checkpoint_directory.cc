@@ -9,10 +9,12 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "hyperpipe/common/crc32.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/log.h"
+#include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/text_excerpt.h"
 #include "hyperpipe/runtime/text_corpus.h"
 
@@ -30,6 +32,30 @@ bool is_step_directory(const fs::directory_entry& entry) {
 bool is_leftover(const fs::path& file) {
   const std::string name = file.filename().string();
   return name.size() > 8 && (name.ends_with(".partial") || name.find(".tmp.") != std::string::npos);
+}
+
+// The refusal of a directory whose lock (open as `lock_fd`) another run holds, naming it.
+InputError held_by_another(const std::string& dir, int lock_fd) {
+  char holder[200] = {};
+  const ssize_t got = pread(lock_fd, holder, sizeof holder - 1, 0);
+  return InputError(
+      dir, "",
+      fmt::format("in use by another run ({}); one run at a time per checkpoint directory",
+                  got > 0 ? printable_excerpt(std::string(holder, got), 120) : "holder unknown"));
+}
+
+// The refusal of a directory holding `steps` checkpoints of an earlier run.
+InputError earlier_run(const std::string& dir, int steps) {
+  return InputError(dir, "",
+                    fmt::format("holds {} of an earlier run; --resume to continue it, "
+                                "--overwrite to replace it, or another --checkpoint-dir",
+                                counted(steps, "checkpoint")));
+}
+
+int step_directories(const std::string& dir) {
+  int steps = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) steps += is_step_directory(entry) ? 1 : 0;
+  return steps;
 }
 
 std::string this_holder() {
@@ -100,6 +126,38 @@ RunIdentity identity_of(const std::string& model, uint64_t seed, const std::stri
   return identity;
 }
 
+void check_checkpoint_directory(const std::string& dir, bool resume, bool overwrite) {
+  std::error_code error;
+  if (!fs::exists(dir, error)) {
+    // Created at the start: the nearest folder that exists must let us write.
+    fs::path existing = fs::absolute(dir, error).parent_path();
+    while (!existing.empty() && !fs::exists(existing, error)) existing = existing.parent_path();
+    if (!fs::is_directory(existing, error) || ::access(existing.c_str(), W_OK) != 0) {
+      throw InputError(
+          dir, "",
+          fmt::format("a directory for checkpoints: {} cannot be written", existing.string()));
+    }
+    return;
+  }
+  if (!fs::is_directory(dir, error)) {
+    throw InputError(dir, "", "a directory for checkpoints: it is not a directory");
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    throw InputError(dir, "", "a directory for checkpoints that we may write");
+  }
+  const std::string lock_path = (fs::path(dir) / kCheckpointLockFile).string();
+  const int lock_fd = ::open(lock_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (lock_fd >= 0) {
+    // A shared lock is refused while a run holds the exclusive one, and released at once.
+    const bool held = flock(lock_fd, LOCK_SH | LOCK_NB) != 0;
+    const auto in_use = held ? std::optional(held_by_another(dir, lock_fd)) : std::nullopt;
+    ::close(lock_fd);
+    if (in_use) throw *in_use;
+  }
+  const int steps = step_directories(dir);
+  if (!resume && !overwrite && steps > 0) throw earlier_run(dir, steps);
+}
+
 CheckpointDirectory::CheckpointDirectory(const std::string& dir, bool resume, bool overwrite) {
   std::error_code error;
   fs::create_directories(dir, error);
@@ -110,15 +168,10 @@ CheckpointDirectory::CheckpointDirectory(const std::string& dir, bool resume, bo
     throw InputError(lock_path, "", std::string("a lock file we may write: ") + strerror(errno));
   }
   if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    char holder[200] = {};
-    const ssize_t got = pread(lock_fd_, holder, sizeof holder - 1, 0);
+    const InputError in_use = held_by_another(dir, lock_fd_);
     ::close(lock_fd_);
     lock_fd_ = -1;
-    throw InputError(
-        dir, "",
-        fmt::format("in use by another run ({}); one run at a time per checkpoint "
-                    "directory",
-                    got > 0 ? printable_excerpt(std::string(holder, got), 120) : "holder unknown"));
+    throw in_use;
   }
   const std::string holder = this_holder();
   if (ftruncate(lock_fd_, 0) != 0 ||
@@ -139,15 +192,12 @@ CheckpointDirectory::CheckpointDirectory(const std::string& dir, bool resume, bo
   if (!overwrite) {
     ::close(lock_fd_);
     lock_fd_ = -1;
-    throw InputError(dir, "",
-                     fmt::format("holds {} checkpoint(s) of an earlier run; --resume to continue "
-                                 "it, --overwrite to replace it, or another --checkpoint-dir",
-                                 steps));
+    throw earlier_run(dir, steps);
   }
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (is_step_directory(entry)) fs::remove_all(entry.path());
   }
-  log().warn("{}: --overwrite removed the {} checkpoint(s) of an earlier run", dir, steps);
+  log().warn("{}: --overwrite removed the {} of an earlier run", dir, counted(steps, "checkpoint"));
 }
 
 CheckpointDirectory::~CheckpointDirectory() {

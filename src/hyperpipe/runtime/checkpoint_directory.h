@@ -35,6 +35,11 @@ inline constexpr char kNoTokenizer[] = "none";
 RunIdentity identity_of(const std::string& model, uint64_t seed, const std::string& data_path,
                         const std::string& tokenizer = kNoTokenizer);
 
+// What CheckpointDirectory's constructor would refuse, checked without taking the lock,
+// creating the directory or removing anything: for a launcher's pre-flight, before any
+// process of the run starts. Throws the same InputError.
+void check_checkpoint_directory(const std::string& dir, bool resume, bool overwrite);
+
 class CheckpointDirectory {
  public:
   // Creates `dir` if needed and takes its lock (InputError naming the holder when another

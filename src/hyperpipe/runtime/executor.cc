@@ -605,6 +605,7 @@ void Executor::global_norm(const Op& op) {
 
 void Executor::optimizer_step(const Op& op) {
   finish_backward_work();
+  result_.lr = options_.optimizer.lr.at(step_);
   if (scaler_) {
     // Every rank sees the same global norm, so all skip or step together.
     result_.loss_scale = scaler_->scale();
@@ -622,6 +623,7 @@ void Executor::optimizer_step(const Op& op) {
   const double factor = clip_factor(result_.grad_norm, options_.optimizer.clip_norm);
   timed({std::string(schedule::timeline_label(op.kind)), -1, -1, 0, 0, 0}, [&] {
     if (shards_) shards_->point_gradients();
+    set_learning_rate(*optimizer_, result_.lr);
     clipped_step(*optimizer_, stepped_, factor);
     if (shards_) shards_->release_gradients();
     if (masters_) masters_->copy_to_model();

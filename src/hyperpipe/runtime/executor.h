@@ -68,6 +68,7 @@ struct StepResult {
   double seconds = 0;     // this process's iteration
   double loss_scale = 0;  // the scale the step's loss was multiplied by (0: no scaling)
   bool skipped = false;   // gradients not finite under loss scaling: no update
+  double lr = 0;          // the learning rate of the step (OptimizerOptions::lr)
   trace::Track track;     // what this process did (its ops in order), times from the start
 };
 
@@ -96,6 +97,7 @@ class Executor {
   // The loss scaler, where the run scales its loss (null otherwise).
   DynamicLossScaler* loss_scaler() { return scaler_ ? &*scaler_ : nullptr; }
   const DynamicLossScaler* loss_scaler() const { return scaler_ ? &*scaler_ : nullptr; }
+  const LrSchedule& lr_schedule() const { return options_.optimizer.lr; }
   const ProcessRole& role() const { return role_; }
   // A stand-in's speed from the next op on (emulated throttling: train --stand-in-speeds).
   void set_speed(double speed) { options_.speed = speed; }

@@ -16,17 +16,16 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Ten
   std::vector<torch::Tensor> kept;
   for (size_t i = 0; i < tensors.size(); ++i) (decays.at(i) ? decayed : kept).push_back(tensors[i]);
   const auto adamw = [&](double decay) {
-    return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(options.learning_rate)
-            .betas({options.beta1, options.beta2})
-            .eps(options.epsilon)
-            .weight_decay(decay));
+    return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(options.lr.at(0))
+                                                            .betas({options.beta1, options.beta2})
+                                                            .eps(options.epsilon)
+                                                            .weight_decay(decay));
   };
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decayed, adamw(options.weight_decay));
   groups.emplace_back(kept, adamw(0.0));
   return std::make_unique<torch::optim::AdamW>(groups,
-                                               torch::optim::AdamWOptions(options.learning_rate));
+                                               torch::optim::AdamWOptions(options.lr.at(0)));
 }
 
 void* adam_state_key(const torch::Tensor& tensor) {
@@ -45,6 +44,10 @@ double gradient_squares(const std::vector<torch::Tensor>& parameters) {
     if (p.grad().defined()) squares += p.grad().pow(2).sum().item<double>();
   }
   return squares;
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double rate) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(rate);
 }
 
 void clipped_step(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& parameters,

@@ -34,6 +34,9 @@ double clip_factor(double global_norm, double clip_norm);
 // of the squared global norm.
 double gradient_squares(const std::vector<torch::Tensor>& parameters);
 
+// Every parameter group's rate from now on (the schedule's, step by step).
+void set_learning_rate(torch::optim::Optimizer& optimizer, double rate);
+
 // The step after the norm is known: gradients scaled by `factor` where it clips (< 1),
 // then the optimizer's update.
 void clipped_step(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& parameters,

@@ -1,12 +1,14 @@
 // The optimizer's settings, as plain numbers (no libtorch), so the CLI can hold them.
 #pragma once
 
+#include "hyperpipe/runtime/lr_schedule.h"
+
 namespace hyperpipe::runtime {
 
 // GPT-3's settings (Brown et al., 2020, appendix B): β = (0.9, 0.95), ε = 1e-8, weight
 // decay 0.1, gradients clipped at global norm 1.0.
 struct OptimizerOptions {
-  double learning_rate = 1e-3;
+  LrSchedule lr;  // the rate of each step: constant 1e-3 unless told otherwise
   double beta1 = 0.9;
   double beta2 = 0.95;
   double epsilon = 1e-8;

@@ -129,6 +129,18 @@ std::vector<int64_t> TextCorpus::indexed_tokens(int64_t start) const {
   return tokens;
 }
 
+TextCorpus::IdCheck TextCorpus::check_token_ids(std::chrono::milliseconds budget) const {
+  if (!indexed_) return {};
+  const auto scan = indexed_->scan_ids(vocab_, std::chrono::steady_clock::now() + budget);
+  if (scan.found) {
+    throw InputError(indexed_path_ + ".bin", fmt::format("sequence {}", scan.found->sequence),
+                     fmt::format("token ids from 0 to {} (the model's vocabulary); found {} at "
+                                 "token {} of the sequence",
+                                 vocab_ - 1, scan.found->id, scan.found->offset));
+  }
+  return {scan.tokens_scanned, indexed_->total_tokens()};
+}
+
 std::vector<int64_t> TextCorpus::sample(int64_t index) const {
   const int64_t start = order_[static_cast<size_t>(index % windows())];
   if (indexed_) return indexed_tokens(start);

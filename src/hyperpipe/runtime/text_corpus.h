@@ -9,6 +9,7 @@
 // draws (the indexed dataset is memory-mapped).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -56,6 +57,16 @@ class TextCorpus {
   int64_t windows() const { return static_cast<int64_t>(order_.size()); }
   // Tokens [index's window, +seq_len + 1): inputs are the first seq_len, targets the last.
   std::vector<int64_t> sample(int64_t index) const;
+
+  // A launch's pre-flight: an indexed dataset's ids scanned against the vocabulary for at
+  // most `budget` (InputError naming the dataset, the sequence and the id, as a run would
+  // when it drew that window). The ids of text and JSON lines come from a tokenizer checked
+  // against the vocabulary already, so none are scanned.
+  struct IdCheck {
+    int64_t scanned = 0;  // ids
+    int64_t total = 0;    // of the indexed dataset (0: not one)
+  };
+  IdCheck check_token_ids(std::chrono::milliseconds budget) const;
 
  private:
   void shuffle(int64_t tokens, uint64_t seed);

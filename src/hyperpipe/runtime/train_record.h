@@ -13,12 +13,14 @@
 namespace hyperpipe::runtime {
 
 struct StepRecord {
-  int64_t step = 0;       // counted from 0
-  double loss = 0;        // mean cross-entropy over the global batch
-  double grad_norm = 0;   // before clipping
-  double seconds = 0;     // rank 0's iteration
-  double loss_scale = 0;  // under loss scaling: the step's scale (0 without)
-  bool skipped = false;   // under loss scaling: gradients not finite, no update
+  int64_t step = 0;              // counted from 0
+  double loss = 0;               // mean cross-entropy over the global batch
+  double grad_norm = 0;          // before clipping
+  double seconds = 0;            // rank 0's iteration
+  double loss_scale = 0;         // under loss scaling: the step's scale (0 without)
+  bool skipped = false;          // under loss scaling: gradients not finite, no update
+  double lr = 0;                 // the learning rate the step's update used
+  double device_peak_bytes = 0;  // this process's device at its peak in the step (0: unknown)
 };
 
 struct TrainRecord {

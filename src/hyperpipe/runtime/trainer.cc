@@ -37,6 +37,11 @@ namespace {
 // step's track (about a hundred intervals) is kept only this long.
 constexpr size_t kRecentSteps = 32;
 
+// How long a launch's pre-flight scans an indexed dataset's ids against the vocabulary:
+// about 10^9 ids at memory speed, all of most datasets, without holding a launch for
+// minutes on one of terabytes (the rest are checked as windows are drawn).
+constexpr std::chrono::milliseconds kPreflightIdScan{3000};
+
 // What every process learns at a step's end, from one all-reduce of one small tensor
 // (each rank's figures in slots of their own, so the sum holds everyone's): whether any
 // received a stop signal (SIGINT, SIGTERM, SIGHUP), so none starts a step the others will
@@ -286,8 +291,14 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
       }
     }
     if (window.holds(step)) window_tracks.emplace_back(result.track, began);
-    const StepRecord step_record{step,           result.loss,       result.grad_norm,
-                                 result.seconds, result.loss_scale, result.skipped};
+    const StepRecord step_record{step,
+                                 result.loss,
+                                 result.grad_norm,
+                                 result.seconds,
+                                 result.loss_scale,
+                                 result.skipped,
+                                 result.lr,
+                                 result.track.device_peak_bytes};
     record.steps.push_back(step_record);
     if (record.reporter) observer.step_done(step_record);
     if (options.checkpoint_dir &&
@@ -397,6 +408,9 @@ struct CheckedInputs {
         data(load_data(options, checked, tokenizer.get())),
         dtype(run_dtype(options.dtype, checked.model.config().dtype)) {
     const auto& config = checked.model.config();
+    if (options.resume && !options.checkpoint_dir) {
+      throw InputError("--resume", "", "a --checkpoint-dir to resume from");
+    }
     // Checked before any process meets the others: config.json and the weights' headers.
     if (options.init_from) open_hf_checkpoint(*options.init_from, config);
     if (options.logits_dir) require_no_earlier_logits(*options.logits_dir);
@@ -478,6 +492,28 @@ struct CheckedRun : CheckedInputs {
   }
 };
 
+// What makes this run the same run (checkpoint_directory.h). Reads the data's CRC-32.
+RunIdentity identity_of_run(const TrainOptions& options, const CheckedInputs& inputs) {
+  return identity_of(inputs.checked.model.config().name, options.seed, options.data_path,
+                     inputs.tokenizer ? inputs.tokenizer->identity() : std::string(kNoTokenizer));
+}
+
+// The last complete checkpoint in `dir`, if any, refused unless it is this run's and this
+// run follows its learning-rate schedule.
+std::optional<CheckpointInfo> latest_checkpoint_of(const RunIdentity& identity,
+                                                   const TrainOptions& options,
+                                                   const std::string& dir) {
+  auto checkpoint = latest_checkpoint(dir);
+  if (!checkpoint) return checkpoint;
+  const std::string manifest =
+      (std::filesystem::path(checkpoint->path) / kCheckpointManifest).string();
+  if (checkpoint->manifest.contains("run")) {
+    identity.require_same(checkpoint->manifest["run"], manifest);
+  }
+  require_same_schedule(options.optimizer.lr, checkpoint->manifest, manifest);
+  return checkpoint;
+}
+
 // The checkpoint to resume from, if any, after checking it is this run's. Rank 0 holds
 // the directory's lock (in `directory`) for the whole run and refuses a directory with
 // another run's checkpoints unless resuming or overwriting.
@@ -485,19 +521,11 @@ std::optional<CheckpointInfo> checkpoint_to_resume(const TrainOptions& options,
                                                    const CheckedRun& run,
                                                    const RunIdentity& identity,
                                                    std::optional<CheckpointDirectory>& directory) {
-  if (options.resume && !options.checkpoint_dir) {
-    throw InputError("--resume", "", "a --checkpoint-dir to resume from");
-  }
   if (options.checkpoint_dir && run.rendezvous.rank == 0) {
     directory.emplace(*options.checkpoint_dir, options.resume, options.overwrite);
   }
   if (!options.resume) return std::nullopt;
-  auto checkpoint = latest_checkpoint(*options.checkpoint_dir);
-  if (checkpoint && checkpoint->manifest.contains("run")) {
-    identity.require_same(checkpoint->manifest["run"],
-                          (std::filesystem::path(checkpoint->path) / kCheckpointManifest).string());
-  }
-  return checkpoint;
+  return latest_checkpoint_of(identity, options, *options.checkpoint_dir);
 }
 
 // This process's device, threads and floating-point type.
@@ -543,15 +571,25 @@ model::DType costed_dtype(const std::string& run_dtype) {
 void check_run(const TrainOptions& options) {
   const CheckedInputs inputs(options);
   require_device_support(inputs, device_for(options.device, 0));
+  const auto ids = inputs.data.check_token_ids(kPreflightIdScan);
+  if (ids.scanned < ids.total) {
+    log().info(
+        "{}: the first {} of {} token ids are within the vocabulary; the rest are checked "
+        "as the run draws them",
+        options.data_path, ids.scanned, ids.total);
+  }
+  if (!options.checkpoint_dir) return;
+  check_checkpoint_directory(*options.checkpoint_dir, options.resume, options.overwrite);
+  if (options.resume) {
+    latest_checkpoint_of(identity_of_run(options, inputs), options, *options.checkpoint_dir);
+  }
 }
 
 TrainRecord train(const TrainOptions& options, TrainObserver& observer) {
   const CheckedRun run(options);
   const auto& [plan, model, cluster] = run.checked;
   // The data's CRC-32 is read once, for the check here and every manifest of the run.
-  const RunIdentity identity =
-      identity_of(model.config().name, options.seed, options.data_path,
-                  run.tokenizer ? run.tokenizer->identity() : std::string(kNoTokenizer));
+  const RunIdentity identity = identity_of_run(options, run);
   std::optional<CheckpointDirectory> directory;
   const auto checkpoint = checkpoint_to_resume(options, run, identity, directory);
   const ExecutorOptions settings = process_settings(options, run);

@@ -1,0 +1,41 @@
+// What a training run says about itself, at its start and in its final report: the plan
+// it runs (stages, schedule, micro-batches), its precision (and that of the master
+// weights), the recomputation of each device group, and every file it writes. A run that
+// trains in bf16 says so; a chart written beside the one asked for is named.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hyperpipe/cli/train_report.h"
+#include "hyperpipe/model/model.h"
+#include "hyperpipe/plan/plan.h"
+
+namespace hyperpipe::cli {
+
+// The lines printed before the first step: "training M on C with PLAN: …", "precision: …",
+// "recomputation: …", and "writes: …" when the run writes files.
+std::string run_header(const plan::Plan& plan, const std::string& plan_path,
+                       const model::Model& model, const std::string& cluster_name,
+                       const std::string& run_dtype, const TrainReportOptions& files);
+
+// "bf16 compute with fp32 master weights, gradients and AdamW state (mixed precision)".
+std::string precision_text(const std::string& run_dtype);
+
+// "none", "full on every device group", or per group "none, selective, full".
+std::string recomputation_text(const plan::Plan& plan);
+
+// One file (or folder) a run writes.
+struct RunFile {
+  std::string what;  // "metrics (JSON lines)"
+  std::string path;
+};
+
+// The files a run with these options writes, in the order of the options; the timelines
+// (and their predicted twins) only when `traced` (the run recorded a step's timeline).
+std::vector<RunFile> run_files(const TrainReportOptions& options, bool traced);
+
+// The final report's list, a line per file: "  metrics (JSON lines): out/m.jsonl".
+std::string files_written_text(const std::vector<RunFile>& files);
+
+}  // namespace hyperpipe::cli
