@@ -382,6 +382,29 @@ TEST(Cli, CompareLinesUpPredictedAndMeasuredGroupByGroup) {
 
 // Given the plan, compare also replays it with the measured compute: the prediction read
 // as if measured gives the prediction back, and ops that ran longer give a longer one.
+// A run's timelines end their titles "(measured)" and "(predicted)": the comparison says
+// each once, in its heading.
+TEST(Cli, CompareSaysMeasuredAndPredictedOnce) {
+  const std::string predicted = write_temp_file("titled-predicted.json", R"J({
+    "format": "hyperpipe.timeline/1", "title": "tiny on c (predicted)", "tracks": [
+      {"name": "stage 0", "devices": [0], "memory": [], "communication": [],
+       "compute": [["F", 0, 0, 0, 0.0, 1.0]]}]})J");
+  const std::string measured = write_temp_file("titled-measured.json", R"J({
+    "format": "hyperpipe.timeline/1", "title": "tiny on c: step 3 (measured)", "tracks": [
+      {"name": "rank 0", "devices": [0], "memory": [], "communication": [],
+       "compute": [["F", 0, 0, 0, 0.0, 1.2]]}]})J");
+  const std::string svg = hyperpipe::testing::temp_path("titled.svg");
+  const Result r =
+      run("compare --predicted " + predicted + " --measured " + measured + " --svg " + svg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string chart = slurp(svg);
+  EXPECT_NE(chart.find(">predicted: tiny on c</text>"), std::string::npos) << chart;
+  EXPECT_NE(chart.find(">measured: tiny on c: step 3</text>"), std::string::npos) << chart;
+  EXPECT_NE(chart.find(">tiny on c: step 3</text>"), std::string::npos) << chart;  // the title
+  EXPECT_EQ(chart.find("(measured)"), std::string::npos) << chart;
+  EXPECT_EQ(chart.find("(predicted)"), std::string::npos) << chart;
+}
+
 TEST(Cli, CompareReplaysThePlanWithTheMeasuredCompute) {
   const std::string plan_path = kExamples + "/plans/gpt3-2.7b-4stage.json";
   const auto plan = hyperpipe::plan::load_plan(plan_path);

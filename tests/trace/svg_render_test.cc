@@ -6,6 +6,7 @@
 #include <png.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -211,8 +212,8 @@ TEST(SvgRender, LabelsTitlesAndLegendStayOnTheCanvasApartFromEachOther) {
   // Every colour is in the legend: the op kinds, "other", odd chunks, idle.
   for (const char* label :
        {"F forward", "BW backward", "gradient all-reduce", "send activation", "send gradient",
-        "sum across pipelines", "tied embedding sum", "global norm", "optimizer", "other",
-        "lighter: chunks 1, 3, …", "idle (bubble)"}) {
+        "sum across pipelines", "tied embedding sum", "global norm", "optimizer", "other: mystery",
+        "dotted: chunks 1, 3, … (interleaved)", "idle (bubble)"}) {
     EXPECT_NE(svg.find(std::string(">") + label + "</text>"), std::string::npos) << label;
   }
 }
@@ -235,6 +236,98 @@ TEST(SvgRender, PredictedAndMeasuredSectionsAreReadableToo) {
                 {{"predicted: plan", &predicted}, {"measured: run", &measured}});
   expect_readable(svg);
   EXPECT_NE(svg.find("class=\"divider\""), std::string::npos);
+}
+
+// A rectangle of the chart: the first <rect> whose line holds `marker`.
+Box rect_of(const std::string& svg, const std::string& marker) {
+  for (const auto& line : lines_of(svg)) {
+    if (line.find(marker) == std::string::npos || line.rfind("<rect", 0) != 0) continue;
+    const double x = attribute(line, "x=\"([0-9.]+)\"");
+    const double y = attribute(line, "y=\"([0-9.]+)\"");
+    const double w = attribute(line, "width=\"([0-9.]+)\"");
+    const double h = attribute(line, "height=\"([0-9.]+)\"");
+    return {static_cast<int>(x), static_cast<int>(y), static_cast<int>(x + w),
+            static_cast<int>(y + h)};
+  }
+  ADD_FAILURE() << "no rect with " << marker;
+  return {};
+}
+
+// Luminance (ITU-R BT.601) of the pixels strictly inside `box` (a pixel in from each edge),
+// as a greyscale print shows them: mean and standard deviation.
+struct Grey {
+  double mean = 0;
+  double deviation = 0;
+};
+Grey grey_inside(const Image& image, const Box& box) {
+  double sum = 0, squares = 0, n = 0;
+  for (int y = box.top + 2; y < box.bottom - 1; ++y) {
+    for (int x = box.left + 2; x < box.right - 1; ++x) {
+      const uint8_t* p = &image.rgb[3 * (static_cast<size_t>(y) * image.width + x)];
+      const double luminance = 0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2];
+      sum += luminance;
+      squares += luminance * luminance;
+      ++n;
+    }
+  }
+  const double mean = sum / n;
+  return {mean, std::sqrt(std::max(0.0, squares / n - mean * mean))};
+}
+
+// In greyscale an interleaved stage's odd chunk is neither its even chunk nor idle time:
+// its dots give it a texture the even chunk lacks, and it is darker than the idle hatch.
+TEST(SvgRender, OddChunksStandApartFromEvenChunksAndIdleInGreyscale) {
+  for (const char* op : {"F", "B", "W", "BW"}) {
+    Timeline timeline;
+    timeline.title = op;
+    Track track{"stage 0", {0}, {}, {}, {}, {}};
+    track.compute = {{op, 0, 0, 0, 0.0, 0.3}, {op, 0, 1, 1, 0.5, 0.8}, {op, 0, 2, 0, 0.9, 1.0}};
+    timeline.tracks = {track};
+    const std::string svg = svg_gantt(timeline, {600});
+    const Image image = render(svg);
+    const Box even = rect_of(svg, "stage 0 chunk 0:");  // the first, at 0
+    const Box odd = rect_of(svg, "stage 0 chunk 1:");
+    const Box bar = rect_of(svg, "fill=\"url(#bubble)\"");
+    const Box idle{even.right + 4, bar.top, odd.left - 4, bar.bottom};
+    // The left third of each bar: its micro-batch number is drawn in the middle.
+    const auto left_third = [](const Box& b) {
+      return Box{b.left, b.top, b.left + (b.right - b.left) / 3, b.bottom};
+    };
+    const Grey g_even = grey_inside(image, left_third(even));
+    const Grey g_odd = grey_inside(image, left_third(odd));
+    const Grey g_idle = grey_inside(image, idle);
+    EXPECT_LT(g_even.deviation, 1.0) << op;  // a flat colour
+    EXPECT_GT(g_odd.deviation, 15.0) << op;  // dotted
+    EXPECT_GT(g_idle.mean - g_odd.mean, 25.0)
+        << op << ": odd " << g_odd.mean << ", idle " << g_idle.mean;
+  }
+}
+
+// A shorter timeline's rows end where it ends: the predicted rows of a comparison draw
+// nothing, not even idle time, past the predicted iteration.
+TEST(SvgRender, NothingIsDrawnPastATimelinesEnd) {
+  Timeline predicted;
+  predicted.title = "predicted";
+  Track p{"stage 0", {0}, {}, {}, {}, {}};
+  p.compute = {{"F", 0, 0, 0, 0.0, 0.2}, {"BW", 0, 0, 0, 0.3, 0.5}};
+  predicted.tracks = {p};
+  Timeline measured = predicted;
+  measured.tracks[0].compute.push_back({"optimizer", -1, -1, 0, 0.9, 1.0});
+  const std::string svg =
+      svg_gantt("both", "", {{"predicted: plan", &predicted}, {"measured: run", &measured}});
+  const Image image = render(svg);
+  const Box bubble = rect_of(svg, "fill=\"url(#bubble)\"");  // the predicted row's
+  const Box optimizer = rect_of(svg, "<title>optimizer");    // past 0.5, measured row
+  ASSERT_GT(optimizer.left, bubble.right + 10);
+  // Right of the predicted row's end, across the plot: white.
+  int inked = 0;
+  for (int y = bubble.top; y < bubble.bottom; ++y) {
+    for (int x = bubble.right + 2; x < optimizer.right; ++x) {
+      const uint8_t* px = &image.rgb[3 * (static_cast<size_t>(y) * image.width + x)];
+      inked += (px[0] < 250 || px[1] < 250 || px[2] < 250) ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(inked, 0);
 }
 
 // The layout's text widths are never below what the renderer draws, or labels would be

@@ -73,12 +73,25 @@ trace::Timeline named_by_group(const trace::Timeline& predicted, const trace::Ti
   return renamed;
 }
 
+// A timeline's title without the " (measured)" or " (predicted)" it ends with, for a
+// chart that says so once, in its heading ("tiny-gpt on cpu-emulated: step 3 (measured)").
+std::string without_word(const std::string& title, const std::string& word) {
+  const std::string suffix = " (" + word + ")";
+  const bool ends_so = title.size() >= suffix.size() &&
+                       title.compare(title.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return ends_so ? title.substr(0, title.size() - suffix.size()) : title;
+}
+
+std::string headed(const std::string& word, const std::string& title) {
+  return word + ": " + without_word(title, word);
+}
+
 // Both in one Chrome trace, a process each: predicted, then measured.
 std::string both_traces(const trace::Timeline& predicted, const trace::Timeline& measured) {
   trace::Timeline first = predicted;
-  first.title = "predicted: " + predicted.title;
+  first.title = headed("predicted", predicted.title);
   trace::Timeline second = named_by_group(predicted, measured);
-  second.title = "measured: " + measured.title;
+  second.title = headed("measured", measured.title);
   return trace::chrome_trace({&first, &second}).dump();
 }
 
@@ -91,9 +104,9 @@ std::string both_charts(const trace::Timeline& predicted, const trace::Timeline&
       fmt::format("iteration predicted {}, measured {} ({:+.1f}%)", format_duration(predicted_end),
                   format_duration(measured_end),
                   measured_end > 0 ? 100 * (predicted_end / measured_end - 1) : 0.0);
-  return trace::svg_gantt(
-      measured.title, subtitle,
-      {{"predicted: " + predicted.title, &predicted}, {"measured: " + measured.title, &renamed}});
+  return trace::svg_gantt(without_word(measured.title, "measured"), subtitle,
+                          {{headed("predicted", predicted.title), &predicted},
+                           {headed("measured", measured.title), &renamed}});
 }
 
 void run_compare(const CompareArgs& args, std::ostream& out) {

@@ -38,8 +38,12 @@ constexpr double kBarNumberPadding = 3;
 constexpr double kTickFont = 11;
 constexpr double kAxisHeight = 44;
 constexpr int kTargetTicks = 10;
-constexpr double kTickGap = 16;                  // at least, between two tick labels
-constexpr const char* kOddChunkOpacity = "0.7";  // chunks 1, 3, … of interleaved stages
+constexpr double kTickGap = 16;  // at least, between two tick labels
+// Chunks 1, 3, … of interleaved stages: their colour under white dots, told apart from
+// chunks 0, 2, … and from the idle hatch in greyscale too.
+constexpr const char* kOddChunkPattern = "url(#odd-chunk)";
+// The most op names the legend's "other" entry lists before "…".
+constexpr size_t kOtherNamesListed = 3;
 
 struct Style {
   const char* op;
@@ -122,15 +126,15 @@ std::vector<Tick> ticks_to(double end, int target) {
 }
 
 struct LegendItem {
-  std::string fill;  // a colour, or the bubble's pattern
-  std::string opacity;
+  std::string fill;     // a colour, or the bubble's pattern
+  std::string overlay;  // a pattern drawn over the fill (odd chunks' dots), or none
   std::string label;
 };
 
 // Every colour the chart draws, in legend order.
 std::vector<LegendItem> legend_of(const std::vector<SvgSection>& sections) {
   std::set<std::string> present;
-  bool other = false;
+  std::set<std::string> others;  // the ops drawn in "other"'s colour
   bool odd_chunks = false;
   std::string first_compute_colour;
   for (const auto& section : sections) {
@@ -138,7 +142,7 @@ std::vector<LegendItem> legend_of(const std::vector<SvgSection>& sections) {
       for (const auto* intervals : {&track.compute, &track.communication}) {
         for (const auto& i : *intervals) {
           present.insert(i.op);
-          other = other || &style_of(i.op) == &kOther;
+          if (&style_of(i.op) == &kOther) others.insert(i.op);
         }
       }
       for (const auto& i : track.compute) {
@@ -151,13 +155,22 @@ std::vector<LegendItem> legend_of(const std::vector<SvgSection>& sections) {
   }
   std::vector<LegendItem> items;
   for (const auto& style : kStyles) {
-    if (present.count(style.op)) items.push_back({style.colour, "1", style.label});
+    if (present.count(style.op)) items.push_back({style.colour, "", style.label});
   }
-  if (other) items.push_back({kOther.colour, "1", kOther.label});
+  if (!others.empty()) {
+    // Named, so that the entry says what it stands for.
+    std::vector<std::string> names(others.begin(), others.end());
+    if (names.size() > kOtherNamesListed) {
+      names.resize(kOtherNamesListed);
+      names.emplace_back("…");
+    }
+    items.push_back({kOther.colour, "", fmt::format("other: {}", fmt::join(names, ", "))});
+  }
   if (odd_chunks) {
-    items.push_back({first_compute_colour, kOddChunkOpacity, "lighter: chunks 1, 3, …"});
+    items.push_back(
+        {first_compute_colour, kOddChunkPattern, "dotted: chunks 1, 3, … (interleaved)"});
   }
-  items.push_back({"url(#bubble)", "1", "idle (bubble)"});
+  items.push_back({"url(#bubble)", "", "idle (bubble)"});
   return items;
 }
 
@@ -181,8 +194,10 @@ std::vector<std::vector<size_t>> legend_rows(const std::vector<LegendItem>& item
   return rows;
 }
 
+// One row: its label, the idle hatch up to `idle_until` (its timeline's end: nothing is
+// drawn past an iteration), its ops and its sends.
 void draw_track(std::string& svg, const Track& track, double top, double label_right,
-                double plot_left, double plot_width, const auto& x) {
+                double plot_left, double idle_until, const auto& x) {
   svg += fmt::format(
       "<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{}\" "
       "text-anchor=\"end\">{}</text>\n",
@@ -190,18 +205,23 @@ void draw_track(std::string& svg, const Track& track, double top, double label_r
   svg += fmt::format(
       "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
       "fill=\"url(#bubble)\"/>\n",
-      plot_left, top, plot_width, kBarHeight);
+      plot_left, top, idle_until - plot_left, kBarHeight);
   for (const auto& i : track.compute) {
     const double left = x(i.start);
     const double width = std::max(x(i.end) - left, 0.5);
     const Style& style = style_of(i.op);
     svg += fmt::format(
         "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\" "
-        "fill-opacity=\"{}\" stroke=\"white\" stroke-width=\"0.5\"><title>{}{} stage {} "
+        "stroke=\"white\" stroke-width=\"0.5\"><title>{}{} stage {} "
         "chunk {}: {} – {}</title></rect>\n",
-        left, top, width, kBarHeight, style.colour, i.chunk % 2 == 1 ? kOddChunkOpacity : "1",
-        escape(i.op), i.micro_batch >= 0 ? std::to_string(i.micro_batch) : "", i.stage, i.chunk,
+        left, top, width, kBarHeight, style.colour, escape(i.op),
+        i.micro_batch >= 0 ? std::to_string(i.micro_batch) : "", i.stage, i.chunk,
         escape(format_duration(i.start)), escape(format_duration(i.end)));
+    if (i.chunk % 2 == 1) {
+      svg += fmt::format(
+          "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"/>\n",
+          left, top, width, kBarHeight, kOddChunkPattern);
+    }
     const std::string number = std::to_string(i.micro_batch);
     if (i.micro_batch >= 0 && width >= text_width(number, kBarNumberFont) + 2 * kBarNumberPadding) {
       svg += fmt::format(
@@ -296,7 +316,9 @@ std::string svg_gantt(const std::string& title, const std::string& subtitle,
       "<defs><pattern id=\"bubble\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
       "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#f4f4f4\"/>"
       "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#d0d0d0\" stroke-width=\"2\"/>"
-      "</pattern></defs>\n";
+      "</pattern><pattern id=\"odd-chunk\" width=\"5\" height=\"5\" "
+      "patternUnits=\"userSpaceOnUse\"><circle cx=\"2.5\" cy=\"2.5\" r=\"1.2\" "
+      "fill=\"white\"/></pattern></defs>\n";
   svg += fmt::format("<rect width=\"{:.0f}\" height=\"{:.0f}\" fill=\"white\"/>\n", width, height);
   svg += fmt::format(
       "<text class=\"title\" x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\">{}</text>\n"
@@ -309,11 +331,17 @@ std::string svg_gantt(const std::string& title, const std::string& subtitle,
     double left = kMargin;
     for (size_t i : rows_of_legend[r]) {
       const LegendItem& item = legend[i];
+      const std::string overlay =
+          item.overlay.empty()
+              ? ""
+              : fmt::format(
+                    "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>",
+                    left, top, kSwatch, kSwatch, item.overlay);
       svg += fmt::format(
           "<g class=\"legend\"><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" "
-          "fill=\"{}\" fill-opacity=\"{}\" stroke=\"#999\" stroke-width=\"0.5\"/>"
+          "fill=\"{}\" stroke=\"#999\" stroke-width=\"0.5\"/>{}"
           "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{}\">{}</text></g>\n",
-          left, top, kSwatch, kSwatch, item.fill, item.opacity, left + kSwatch + kSwatchGap,
+          left, top, kSwatch, kSwatch, item.fill, overlay, left + kSwatch + kSwatchGap,
           top + kSwatch - 2, kLegendFont, escape(item.label));
       left += legend_item_width(item) + kLegendGap;
     }
@@ -335,8 +363,9 @@ std::string svg_gantt(const std::string& title, const std::string& subtitle,
           plot_left, top + kHeadingFont + 4, kHeadingFont, escape(section.heading));
       top += kHeadingHeight;
     }
+    const double section_end = x(section.timeline->end_time());
     for (const auto& track : section.timeline->tracks) {
-      draw_track(svg, track, top, plot_left - kLabelGap, plot_left, plot_width, x);
+      draw_track(svg, track, top, plot_left - kLabelGap, plot_left, section_end, x);
       top += row_height;
     }
   }
