@@ -347,6 +347,11 @@ TEST(Cli, CompareLinesUpPredictedAndMeasuredGroupByGroup) {
   const Result table = run("compare --predicted " + predicted + " --measured " + measured);
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("of them tied embedding, predicted"), std::string::npos) << table.out;
+  // The compared step's iteration, named so beside a run report's median of its steps.
+  EXPECT_NE(table.out.find("This step's iteration: predicted 4.00 s, measured 5.00 s, error "
+                           "-20.0%"),
+            std::string::npos)
+      << table.out;
   // A run of another plan (a device the prediction has no group for) is refused.
   const std::string other = write_temp_file("other-measured.json", R"({
     "format": "hyperpipe.timeline/1", "title": "m", "tracks": [

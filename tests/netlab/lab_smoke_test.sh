@@ -40,7 +40,7 @@ check_run() {
   last=$(grep -o "step $STEPS/$STEPS  loss [0-9.]*" "$log" | awk '{print $NF}')
   [ -n "$first" ] && [ -n "$last" ] || fail "no loss in $log: $(tail -5 "$log")"
   awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "loss $first -> $last did not fall"
-  error=$(grep -o 'Iteration: predicted .* error [-+0-9.]*%' "$log" | grep -o '[-+0-9.]*%$')
+  error=$(grep -o "step's iteration: predicted .* error [-+0-9.]*%" "$log" | grep -o '[-+0-9.]*%$')
   [ -n "$error" ] || fail "no prediction in $log"
   echo "ok: loss $first -> $last (prediction error $error, not asserted)"
 }

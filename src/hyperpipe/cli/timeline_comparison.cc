@@ -292,7 +292,8 @@ void print_comparison(const json& report, std::ostream& out, bool times) {
   }
   table.print(out, "  ");
   print_memory(report, out);
-  out << fmt::format("\n  Iteration: predicted {}, measured {}, error {:+.1f}%\n",
+  // The compared step's own, beside the report's median of the steps.
+  out << fmt::format("\n  This step's iteration: predicted {}, measured {}, error {:+.1f}%\n",
                      format_duration(report["predicted_iteration_s"].get<double>()),
                      format_duration(report["measured_iteration_s"].get<double>()),
                      100 * report["iteration_error"].get<double>());
