@@ -32,11 +32,15 @@ struct ReferenceSettings {
   std::set<int> skipped_steps = {};
   // Each step's learning rate, where given (else learning_rate throughout).
   std::vector<double> rates = {};
+  // Validation as TrainOptions::eval_interval and eval_iters say (0: none).
+  int64_t eval_interval = 0;
+  int64_t eval_iters = 1;
 };
 
 struct ReferenceRun {
   std::vector<double> losses;
   std::map<std::string, torch::Tensor> weights;
+  std::vector<double> validation_losses;  // after each evaluated step, in order
 };
 
 // The global batch's `size` samples from sample `first` on, as the runtime draws them:
@@ -62,7 +66,8 @@ inline ReferenceRun one_process_reference(const std::string& model_yaml, int64_t
   const model::Model model(model::read_model_yaml(YamlField::load_string(model_yaml, "m")));
   torch::set_default_dtype(caffe2::TypeMeta::Make<double>());
   const int64_t seq = model.config().seq_len;
-  const TextCorpus data = TextCorpus::load(kCorpus, seq, settings.seed);
+  TextCorpus data = TextCorpus::load(kCorpus, seq, settings.seed);
+  if (settings.eval_interval > 0) data.hold_out(settings.eval_iters * global_batch);
   StageModule whole(model, 0, model.num_layers(), settings.seed);
   OptimizerOptions options;
   options.lr.max_lr = settings.learning_rate;
@@ -98,6 +103,26 @@ inline ReferenceRun one_process_reference(const std::string& model_yaml, int64_t
       for (auto& group : adamw->param_groups()) group.options().set_lr(settings.rates.at(step));
     }
     adamw->step();
+    if (settings.eval_interval > 0 &&
+        ((step + 1) % settings.eval_interval == 0 || step + 1 == steps)) {
+      // The mean over the validation batches of each batch's mean cross-entropy, no dropout.
+      const torch::NoGradGuard no_grad;
+      double sum = 0;
+      for (int64_t batch = 0; batch < settings.eval_iters; ++batch) {
+        std::vector<int64_t> inputs;
+        std::vector<int64_t> targets;
+        for (int64_t s = 0; s < global_batch; ++s) {
+          const auto sample = data.validation_sample(sample_index(batch, global_batch, s));
+          inputs.insert(inputs.end(), sample.begin(), sample.end() - 1);
+          targets.insert(targets.end(), sample.begin() + 1, sample.end());
+        }
+        const auto x = torch::tensor(inputs, torch::kLong).view({global_batch, seq});
+        const auto y = torch::tensor(targets, torch::kLong).view({global_batch, seq});
+        sum += (cross_entropy_sum(whole.forward(x), y) / static_cast<double>(global_batch * seq))
+                   .item<double>();
+      }
+      run.validation_losses.push_back(sum / static_cast<double>(settings.eval_iters));
+    }
   }
   for (const auto& item : whole.named_parameters()) run.weights[item.key()] = item.value().detach();
   return run;

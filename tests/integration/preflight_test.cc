@@ -112,6 +112,14 @@ TEST(Preflight, ResumingAnotherRunsCheckpointIsRefusedBeforeTheRunStarts) {
       "--resume continues the run that wrote this checkpoint");
 }
 
+TEST(Preflight, MoreValidationThanTheDataHoldsIsRefusedBeforeTheRunStarts) {
+  const std::string dir = prepare("preflight-validation", kTinyGpt, kThreeStages);
+  expect_refused_before_start(
+      launch_refused(dir, "--data " + kCorpus + " --steps 2 --eval-interval 1 --eval-iters 100000"),
+      "--eval-iters: 100000: from 1 to 416: each validation batch holds a global batch (6 "
+      "windows of 17 tokens)");
+}
+
 TEST(Preflight, AnOptionThatNeedsAnotherIsRefusedBeforeTheRunStarts) {
   const std::string dir = prepare("preflight-resume-alone", kTinyGpt, kThreeStages);
   expect_refused_before_start(launch_refused(dir, "--data " + kCorpus + " --steps 2 --resume"),

@@ -163,6 +163,39 @@ TEST(Training, TheLearningRateScheduleDrivesEveryUpdate) {
   EXPECT_GT(moved, 1e-4);
 }
 
+// Validation: a pipeline's validation loss equals one process's on the same held-out
+// windows, and two plans of the same batch agree; training itself is as without it.
+TEST(Training, AValidationLossIsOneProcesssForEveryPlan) {
+  constexpr int kEvalSteps = 4;
+  const std::string eval = " --eval-interval 2 --eval-iters 2";
+  ReferenceSettings settings{kSeed, kLearningRate};
+  settings.eval_interval = 2;
+  settings.eval_iters = 2;
+  const auto single = one_process_reference(kTinyGpt, 6, 2, kEvalSteps, settings);
+  ASSERT_EQ(single.validation_losses.size(), 2u);
+  for (const auto& [name, plan] : {std::pair{"validation-two-stages", kTwoStages},
+                                   {"validation-three-stages", kThreeStages}}) {
+    const TrainedRun run = launch(name, kTinyGpt, plan, kEvalSteps, eval);
+    std::vector<double> validation;
+    std::istringstream lines(slurp(run.dir + "/metrics.jsonl"));
+    for (std::string line; std::getline(lines, line);) {
+      const auto entry = nlohmann::json::parse(line);
+      if (entry.contains("validation_loss")) validation.push_back(entry["validation_loss"]);
+    }
+    ASSERT_EQ(validation.size(), 2u) << name;
+    for (size_t i = 0; i < validation.size(); ++i) {
+      EXPECT_NEAR(validation[i], single.validation_losses[i],
+                  kTolerance * single.validation_losses[i])
+          << name << " " << i;
+    }
+    // And its training is one process's: evaluating leaves weights, optimizer and data
+    // order as they were.
+    expect_same(run, {single.losses, single.weights, ""});
+  }
+  // Later validation after more training: lower.
+  EXPECT_LT(single.validation_losses[1], single.validation_losses[0]);
+}
+
 struct Case {
   const char* name;
   const char* plan;  // the plan's fields after model and cluster

@@ -1,7 +1,7 @@
 """TensorBoard's own reader (tensorboard's EventAccumulator, pinned in
 scripts/requirements-oracles.txt) reads the event file `train --tensorboard DIR` writes:
 every scalar of every step, equal to the metrics file's (as float32, TensorBoard's
-simple_value), at steps counted from 1.
+simple_value), at steps counted from 1, and the validation loss after the last step.
 
     HYPERPIPE=build/hyperpipe python3 tests/oracles/tensorboard_oracle.py
 """
@@ -42,7 +42,8 @@ def main():
         run = subprocess.run(
             [hyperpipe, "launch", "--plan", PLAN, "--data", DATA, "--device", "cpu", "--steps",
              str(STEPS), "--lr-warmup-iters", "2", "--lr-decay-style", "cosine", "--metrics",
-             metrics, "--tensorboard", logs], capture_output=True, text=True)
+             metrics, "--tensorboard", logs, "--eval-interval", str(STEPS)],
+            capture_output=True, text=True)
         verdict.check("the run", run.returncode == 0,
                       run.stderr[-400:] if run.returncode else "exit 0")
         if run.returncode != 0:
@@ -72,6 +73,11 @@ def main():
         verdict.check("memory/rank0_device_peak_bytes: a positive peak every step",
                       len(peaks) == STEPS and all(event.value > 0 for event in peaks),
                       str([event.value for event in peaks]))
+        validation = accumulator.Scalars("validation/loss") if "validation/loss" in tags else []
+        verdict.check("validation/loss: after the last step, the metrics file's",
+                      [(e.step, e.value) for e in validation] ==
+                      [(STEPS, float(numpy.float32(rows[-1]["validation_loss"])))],
+                      str([(e.step, e.value) for e in validation]))
         times = [event.wall_time for event in accumulator.Scalars("train/loss")]
         expected_times = [row["time"] for row in rows]
         verdict.check("wall times: the metrics file's",

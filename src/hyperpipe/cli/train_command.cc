@@ -47,6 +47,19 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->add_option("--steps", options->steps, "Training steps")
       ->default_val(10)
       ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--eval-interval", options->eval_interval,
+                   "Every this many steps (and after the last), the validation loss and "
+                   "perplexity on windows of the data held out of training (0: no validation; "
+                   "Megatron-LM's --eval-interval)")
+      ->default_val(0)
+      ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--eval-iters", options->eval_iters,
+                   "Validation batches (each a global batch) per evaluation: eval-iters × "
+                   "global batch windows are held out of training (Megatron-LM's --eval-iters)")
+      ->default_val(1)
+      ->check(CLI::PositiveNumber);
   auto& optimizer = options->optimizer;
   command
       ->add_option("--lr", optimizer.lr.max_lr, "AdamW learning rate (the peak, with a schedule)")

@@ -150,6 +150,23 @@ void TrainProgress::step_done(const runtime::StepRecord& step) {
   metrics_.push_back(std::move(metrics));
 }
 
+void TrainProgress::evaluated(int64_t step, double validation_loss) {
+  const double perplexity = std::exp(validation_loss);
+  out_ << fmt::format("validation after step {}: loss {:.4f}, perplexity {:.4g}\n", step + 1,
+                      validation_loss, perplexity)
+       << std::flush;
+  // Beside the step's own metrics, in its line.
+  if (!metrics_.empty() && metrics_.back().value("step", int64_t{-1}) == step) {
+    metrics_.back()["validation_loss"] = validation_loss;
+    metrics_.back()["validation_perplexity"] = perplexity;
+  }
+  if (tensorboard_) {
+    const double now = epoch_seconds(std::chrono::system_clock::now());
+    tensorboard_->add_scalar("validation/loss", validation_loss, step + 1, now);
+    tensorboard_->add_scalar("validation/perplexity", perplexity, step + 1, now);
+  }
+}
+
 void TrainProgress::checkpoint_saved(int64_t /*steps_done*/, double save_seconds) {
   last_save_seconds_ = save_seconds;
   write_metrics();  // the metrics so far survive with the checkpoint
@@ -341,11 +358,16 @@ nlohmann::json training_summary(const runtime::TrainRecord& record,
   }
   if (options.checkpoint_dir) files["checkpoints"] = *options.checkpoint_dir;
   if (options.tensorboard_dir) files["tensorboard"] = *options.tensorboard_dir;
+  nlohmann::json validations = nlohmann::json::array();
+  for (const auto& v : record.validations) {
+    validations.push_back({{"step", v.step}, {"loss", v.loss}, {"perplexity", std::exp(v.loss)}});
+  }
   nlohmann::json summary{{"format", kTrainingFormat},
                          {"tokens_per_step", options.tokens_per_step},
                          {"first_step", record.first_step},
                          {"steps_done", record.steps_done},
                          {"steps", steps},
+                         {"validation", validations},
                          {"files", files}};
   if (!options.precision.empty()) summary["precision"] = options.precision;
   if (!options.recomputation.empty()) summary["recomputation"] = options.recomputation;

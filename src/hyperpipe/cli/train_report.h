@@ -68,6 +68,7 @@ class TrainProgress : public runtime::TrainObserver {
   void layer_built(int built, int total) override;
   void started(const std::optional<std::string>& checkpoint, int64_t steps_done) override;
   void step_done(const runtime::StepRecord& step) override;
+  void evaluated(int64_t step, double validation_loss) override;
   void checkpoint_saved(int64_t steps_done, double save_seconds) override;
   void stopped(int signal_number, int64_t steps_done) override;
   bool step_measured(int64_t step, const std::vector<double>& compute) override;

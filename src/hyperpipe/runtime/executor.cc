@@ -170,8 +170,9 @@ torch::Tensor Executor::batch_tokens(int64_t step, int micro_batch, bool targets
   std::vector<int64_t> tokens;
   tokens.reserve(static_cast<size_t>(mine_.size() * seq));
   for (int64_t s = mine_.begin; s < mine_.end; ++s) {
-    const auto sample = data_.sample(sample_index(
-        step, plan_.global_batch(), first_sample_ + micro_batch * pipeline_.micro_batch_size + s));
+    const int64_t index = sample_index(
+        step, plan_.global_batch(), first_sample_ + micro_batch * pipeline_.micro_batch_size + s);
+    const auto sample = evaluating_ ? data_.validation_sample(index) : data_.sample(index);
     tokens.insert(tokens.end(), sample.begin() + (targets ? 1 : 0),
                   sample.begin() + (targets ? 1 : 0) + seq);
   }
@@ -373,16 +374,20 @@ void Executor::compute(const Op& op) {
       const auto targets = last ? batch_tokens(step, op.micro_batch, true) : torch::Tensor();
       if (split_backward_) s.weight_grads = std::make_shared<WeightGradStore>();
       // Dropout masks are drawn for these rows' places in the global batch (dropout.h).
-      const DropoutPlace place{
-          options_.seed, step,
-          first_sample_ + op.micro_batch * pipeline_.micro_batch_size + mine_.begin};
+      // Validation draws none.
+      const auto place =
+          evaluating_
+              ? std::nullopt
+              : std::optional(DropoutPlace{
+                    options_.seed, step,
+                    first_sample_ + op.micro_batch * pipeline_.micro_batch_size + mine_.begin});
       torch::Tensor observed;  // the logits, where an observer wants them
       timed(interval, [&] {
         const DeferWeightGradients defer(s.weight_grads);
         const DropoutScope dropout_scope(place);
         s.output = module.forward(s.input);
         if (last) {
-          if (logits_observer_) observed = s.output.detach();
+          if (logits_observer_ && !evaluating_) observed = s.output.detach();
           s.output = module.loss_sum(s.output, targets) / static_cast<double>(tokens_per_step_);
         }
       });
@@ -605,6 +610,7 @@ void Executor::global_norm(const Op& op) {
 
 void Executor::optimizer_step(const Op& op) {
   finish_backward_work();
+  if (evaluating_) return;  // validation: the loss alone, no update
   result_.lr = options_.optimizer.lr.at(step_);
   if (scaler_) {
     // Every rank sees the same global norm, so all skip or step together.
@@ -802,6 +808,20 @@ void Executor::sum_over(std::vector<torch::Tensor>& tensors, std::vector<int> ra
   for (auto& t : tensors) {
     t.copy_(buffer[0].narrow(0, offset, t.numel()).view_as(t));
     offset += t.numel();
+  }
+}
+
+StepResult Executor::evaluate(int64_t batch) {
+  // The training schedule without its update: what changes is only the data (held-out
+  // windows), dropout (none) and the optimizer (not stepped, the loss scale untouched).
+  evaluating_ = true;
+  try {
+    StepResult result = step(batch);
+    evaluating_ = false;
+    return result;
+  } catch (...) {
+    evaluating_ = false;
+    throw;
   }
 }
 

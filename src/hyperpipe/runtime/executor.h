@@ -79,6 +79,10 @@ class Executor {
   ~Executor();
 
   StepResult step(int64_t step);
+  // Collective: the loss of validation batch `batch` (the data's held-out windows, no
+  // dropout), the weights, the optimizer and the loss scale left as they are. Runs the
+  // step's schedule, backward included: a forward-only schedule would take a third.
+  StepResult evaluate(int64_t batch);
 
   // The model chunks this process holds (one per chunk of its device group).
   const std::vector<std::shared_ptr<StageModule>>& chunks() const { return chunks_; }
@@ -213,6 +217,7 @@ class Executor {
   std::vector<Slot> slots_;
   // The step being run, its position in the op list, and what it has left in flight.
   int64_t step_ = 0;
+  bool evaluating_ = false;  // within evaluate()
   size_t op_index_ = 0;
   std::vector<std::unique_ptr<Pending>> sends_;  // waited for at the epilogue
   std::map<ReceiveKey, std::vector<std::unique_ptr<Pending>>> held_sends_;

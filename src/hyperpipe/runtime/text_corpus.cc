@@ -141,8 +141,23 @@ TextCorpus::IdCheck TextCorpus::check_token_ids(std::chrono::milliseconds budget
   return {scan.tokens_scanned, indexed_->total_tokens()};
 }
 
+void TextCorpus::hold_out(int64_t windows) {
+  if (windows <= 0) return;
+  // The last of the shuffled windows: a sample of the whole data, none of it trained on.
+  const auto split = order_.end() - windows;
+  validation_.assign(split, order_.end());
+  order_.erase(split, order_.end());
+}
+
 std::vector<int64_t> TextCorpus::sample(int64_t index) const {
-  const int64_t start = order_[static_cast<size_t>(index % windows())];
+  return window_at(order_[static_cast<size_t>(index % windows())]);
+}
+
+std::vector<int64_t> TextCorpus::validation_sample(int64_t index) const {
+  return window_at(validation_[static_cast<size_t>(index % validation_windows())]);
+}
+
+std::vector<int64_t> TextCorpus::window_at(int64_t start) const {
   if (indexed_) return indexed_tokens(start);
   if (!tokens_.empty()) {
     const auto first = tokens_.begin() + start;

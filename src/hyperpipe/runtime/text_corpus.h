@@ -58,6 +58,13 @@ class TextCorpus {
   // Tokens [index's window, +seq_len + 1): inputs are the first seq_len, targets the last.
   std::vector<int64_t> sample(int64_t index) const;
 
+  // Sets the last `windows` of the shuffled windows aside for validation (fewer than
+  // windows()): training draws from the rest only, and validation_sample(i) is the i-th
+  // (modulo their number) of those set aside.
+  void hold_out(int64_t windows);
+  int64_t validation_windows() const { return static_cast<int64_t>(validation_.size()); }
+  std::vector<int64_t> validation_sample(int64_t index) const;
+
   // A launch's pre-flight: an indexed dataset's ids scanned against the vocabulary for at
   // most `budget` (InputError naming the dataset, the sequence and the id, as a run would
   // when it drew that window). The ids of text and JSON lines come from a tokenizer checked
@@ -70,6 +77,7 @@ class TextCorpus {
 
  private:
   void shuffle(int64_t tokens, uint64_t seed);
+  std::vector<int64_t> window_at(int64_t start) const;
   std::vector<int64_t> indexed_tokens(int64_t start) const;
 
   std::string text_;
@@ -79,7 +87,8 @@ class TextCorpus {
   std::vector<int64_t> sequence_starts_;  // of the indexed dataset's sequences in its stream
   int64_t vocab_ = kByteVocabulary;
   int64_t seq_len_;
-  std::vector<int64_t> order_;  // window starts, shuffled
+  std::vector<int64_t> order_;       // window starts, shuffled: the training windows
+  std::vector<int64_t> validation_;  // those held out (hold_out)
 };
 
 // The index of sample `position` of step `step` in a run with `global_batch` sequences per

@@ -23,11 +23,18 @@ struct StepRecord {
   double device_peak_bytes = 0;  // this process's device at its peak in the step (0: unknown)
 };
 
+// The validation loss after a step (TrainOptions::eval_interval).
+struct ValidationRecord {
+  int64_t step = 0;  // counted from 0: after this step's update
+  double loss = 0;   // mean cross-entropy over the validation batches
+};
+
 struct TrainRecord {
   bool reporter = false;          // rank 0: the one whose record holds the timeline
   int64_t first_step = 0;         // 0, or the step after a resumed checkpoint
   std::vector<StepRecord> steps;  // the steps this run ran, in order
-  int64_t steps_done = 0;         // counted from the run's start, resumed steps included
+  std::vector<ValidationRecord> validations;
+  int64_t steps_done = 0;  // counted from the run's start, resumed steps included
   // SIGINT, SIGTERM or SIGHUP when a stop signal ended the run early (after steps_done,
   // checkpointed when a checkpoint directory was given); 0 when it ran every step.
   int stopped_by = 0;
@@ -54,6 +61,8 @@ class TrainObserver {
   // Before the first step: the checkpoint resumed from (and its steps), if any.
   virtual void started(const std::optional<std::string>& /*checkpoint*/, int64_t /*steps_done*/) {}
   virtual void step_done(const StepRecord& /*step*/) {}
+  // After step `step` (from 0): the mean loss of the validation batches.
+  virtual void evaluated(int64_t /*step*/, double /*validation_loss*/) {}
   // After the checkpoint of `steps_done` steps is whole on disk; rank 0's part of it took
   // `save_seconds` to copy and write (in the background, while steps ran).
   virtual void checkpoint_saved(int64_t /*steps_done*/, double /*save_seconds*/) {}

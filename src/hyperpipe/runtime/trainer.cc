@@ -301,6 +301,16 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
                                  result.track.device_peak_bytes};
     record.steps.push_back(step_record);
     if (record.reporter) observer.step_done(step_record);
+    if (options.eval_interval > 0 &&
+        ((step + 1) % options.eval_interval == 0 || step + 1 == options.steps)) {
+      double sum = 0;
+      for (int64_t batch = 0; batch < options.eval_iters; ++batch) {
+        sum += executor.evaluate(batch).loss;
+      }
+      const ValidationRecord validation{step, sum / static_cast<double>(options.eval_iters)};
+      record.validations.push_back(validation);
+      if (record.reporter) observer.evaluated(step, validation.loss);
+    }
     if (options.checkpoint_dir &&
         ((options.checkpoint_every > 0 && (step + 1) % options.checkpoint_every == 0) ||
          step + 1 == options.steps)) {
@@ -454,8 +464,23 @@ struct CheckedInputs {
     if (options.steps <= 0) throw InputError("--steps", "", "a positive number of steps");
     const int64_t seq =
         checked.plan.seq_len > 0 ? checked.plan.seq_len : checked.model.config().seq_len;
-    return TextCorpus::load(options.data_path, seq, options.data_seed, checked.model.config().vocab,
-                            tokenizer, options.json_key);
+    TextCorpus data = TextCorpus::load(options.data_path, seq, options.data_seed,
+                                       checked.model.config().vocab, tokenizer, options.json_key);
+    if (options.eval_interval > 0) {
+      // Held out: every window the validation batches draw, once each.
+      const int64_t batch = checked.plan.global_batch();
+      const int64_t held = options.eval_iters * batch;
+      if (options.eval_iters < 1 || held + batch > data.windows()) {
+        throw InputError(
+            "--eval-iters", std::to_string(options.eval_iters),
+            fmt::format("from 1 to {}: each validation batch holds a global batch ({} windows "
+                        "of {} tokens) of {}'s {} out of training, and training needs one",
+                        data.windows() / batch - 1, batch, seq + 1, options.data_path,
+                        data.windows()));
+      }
+      data.hold_out(held);
+    }
+    return data;
   }
 };
 

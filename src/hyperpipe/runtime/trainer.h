@@ -29,6 +29,10 @@ struct TrainOptions {
   std::string json_key = datasets::kDefaultJsonKey;  // the JSON lines' text field
   std::optional<std::string> cluster;                // instead of the plan's
   int64_t steps = 10;
+  // Validation: after every eval_interval steps (and the last; 0: never), the mean loss of
+  // eval_iters global batches drawn from windows held out of training (text_corpus.h).
+  int64_t eval_interval = 0;
+  int64_t eval_iters = 1;
   OptimizerOptions optimizer;
   uint64_t seed = 0;           // the initial weights
   uint64_t data_seed = 0;      // the order of the corpus's windows
