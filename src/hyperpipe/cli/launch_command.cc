@@ -116,9 +116,6 @@ void check_fits(const LaunchArgs& args, const plan::CheckedPlan& checked,
 // starts, instead of once per rank after they have met.
 void check_before_launch(const LaunchArgs& args, const std::vector<std::string>& extras,
                          std::ostream& err) {
-  const auto checked = plan::load_checked_plan(args.plan, option_value(extras, "--cluster"));
-  plan::check_runs_here(checked.plan, args.plan);
-  check_fits(args, checked, extras);
   launch::LaunchSpec check;
   check.command = {require_worker("launch"), "train", "--check", "--plan", args.plan};
   for (const auto& extra : extras) check.command.push_back(extra);
@@ -251,15 +248,20 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->callback([args, command, &out, &err] {
     const plan::Plan plan = plan::load_plan(args->plan);
     launch::LaunchSpec spec;
-    spec.command = {require_worker("launch"), "train", "--plan", args->plan};
-    for (const auto& extra : command->remaining()) spec.command.push_back(extra);
     spec.ranks = ranks_here(plan, args->devices_here);
     spec.processes = static_cast<int>(spec.ranks.size());
     spec.world_size = static_cast<int>(plan::devices_in_rank_order(plan).size());
     const bool shared = spec.processes < spec.world_size;
-    // The launcher's own options first, then what every process would check.
+    // The launcher's own options first, then the plan against the devices' memory (both
+    // without the worker), then what every process would check.
     if (shared) check_shared_run(*args, has_flag(command->remaining(), "--adapt"));
+    const auto checked =
+        plan::load_checked_plan(args->plan, option_value(command->remaining(), "--cluster"));
+    plan::check_runs_here(checked.plan, args->plan);
+    check_fits(*args, checked, command->remaining());
     check_before_launch(*args, command->remaining(), err);
+    spec.command = {require_worker("launch"), "train", "--plan", args->plan};
+    for (const auto& extra : command->remaining()) spec.command.push_back(extra);
     if (shared && args->elastic) {
       args->elastic_settings.devices_here = args->devices_here;
       args->elastic_settings.address = args->master_address;
