@@ -6,6 +6,7 @@
 #include <png.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -328,6 +329,41 @@ TEST(SvgRender, NothingIsDrawnPastATimelinesEnd) {
     }
   }
   EXPECT_EQ(inked, 0);
+}
+
+// A collective of every rank cannot run before its last rank arrives: until then a bar
+// of it is waiting, drawn grey, not in the op's colour; so is a receive's wait.
+TEST(SvgRender, AWaitInsideACollectiveIsDrawnAsWaiting) {
+  Timeline timeline;
+  timeline.title = "waits";
+  Track early{"stage 1", {1}, {}, {}, {}, {}};
+  early.compute = {{"F", 1, 0, 0, 0.0, 0.1}};
+  early.communication = {{"wait RF", -1, 0, 0, 0.0, 0.05}, {"global norm", -1, -1, 0, 0.1, 1.0}};
+  Track late{"stage 0", {0}, {}, {}, {}, {}};
+  late.compute = {{"F", 0, 0, 0, 0.0, 0.95}};
+  late.communication = {{"global norm", -1, -1, 0, 0.95, 1.0}};
+  timeline.tracks = {early, late};
+  const std::string svg = svg_gantt(timeline, {800});
+  EXPECT_NE(svg.find(">waiting for peers (a receive, a collective until all arrive)</text>"),
+            std::string::npos);
+  EXPECT_EQ(svg.find("other:"), std::string::npos) << "a wait is no 'other'";
+  const Image image = render(svg);
+  const Box wait = rect_of(svg, "<title>waiting for every rank: global norm");
+  const Box norm = rect_of(svg, "<title>global norm -1 stage -1");
+  ASSERT_LT(wait.right, norm.right);
+  const auto pixel = [&](int x, int y) {
+    const uint8_t* p = &image.rgb[3 * (static_cast<size_t>(y) * image.width + x)];
+    return std::array<int, 3>{p[0], p[1], p[2]};
+  };
+  const int lane = (wait.top + wait.bottom) / 2;
+  const auto waiting = pixel((wait.left + wait.right) / 2, lane);
+  EXPECT_EQ(waiting[0], waiting[1]);  // grey
+  EXPECT_EQ(waiting[1], waiting[2]);
+  // The norm itself, after the last rank arrived, in its colour (#d37295).
+  const auto own = pixel((norm.left + norm.right) / 2, lane);
+  EXPECT_GT(own[0] - own[1], 60);
+  // The wait is most of the bar: 0.85 s of 0.9 s.
+  EXPECT_GT(wait.right - wait.left, 8 * (norm.right - norm.left));
 }
 
 // The layout's text widths are never below what the renderer draws, or labels would be

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "hyperpipe/common/quantity.h"
@@ -67,6 +68,42 @@ constexpr Style kStyles[] = {
     {"optimizer", "#9c755f", "optimizer"},
 };
 constexpr Style kOther{"", "#bab0ac", "other"};
+// Waiting for a peer: a receive's data ("wait RF", "wait RB", "wait sends"), or a
+// collective of every rank until the last of them arrives (the rest of its bar).
+constexpr Style kWaiting{"wait", "#7f7f7f",
+                         "waiting for peers (a receive, a collective until all arrive)"};
+// Collectives every rank of a run joins: on a timeline whose tracks share a clock (the
+// simulator's; a run's, whose processes start each step together after the step boundary's
+// all-reduce), one cannot run before its last rank arrives.
+constexpr const char* kEveryRankCollectives[] = {"global norm"};
+
+bool is_wait(const std::string& op) {
+  return op.rfind("wait", 0) == 0;
+}
+
+bool is_every_rank_collective(const std::string& op) {
+  for (const char* name : kEveryRankCollectives) {
+    if (op == name) return true;
+  }
+  return false;
+}
+
+// When each occurrence of an every-rank collective could begin: the latest start of its
+// k-th interval over the tracks, by op and k.
+using Arrivals = std::map<std::pair<std::string, size_t>, double>;
+Arrivals last_arrivals(const Timeline& timeline) {
+  Arrivals latest;
+  for (const auto& track : timeline.tracks) {
+    std::map<std::string, size_t> seen;
+    for (const auto& i : track.communication) {
+      if (!is_every_rank_collective(i.op)) continue;
+      const auto key = std::pair{i.op, seen[i.op]++};
+      const auto found = latest.find(key);
+      latest[key] = found == latest.end() ? i.start : std::max(found->second, i.start);
+    }
+  }
+  return latest;
+}
 
 const Style& style_of(const std::string& op) {
   for (const auto& style : kStyles) {
@@ -135,6 +172,7 @@ struct LegendItem {
 std::vector<LegendItem> legend_of(const std::vector<SvgSection>& sections) {
   std::set<std::string> present;
   std::set<std::string> others;  // the ops drawn in "other"'s colour
+  bool waiting = false;
   bool odd_chunks = false;
   std::string first_compute_colour;
   for (const auto& section : sections) {
@@ -142,7 +180,8 @@ std::vector<LegendItem> legend_of(const std::vector<SvgSection>& sections) {
       for (const auto* intervals : {&track.compute, &track.communication}) {
         for (const auto& i : *intervals) {
           present.insert(i.op);
-          if (&style_of(i.op) == &kOther) others.insert(i.op);
+          waiting = waiting || is_wait(i.op) || is_every_rank_collective(i.op);
+          if (&style_of(i.op) == &kOther && !is_wait(i.op)) others.insert(i.op);
         }
       }
       for (const auto& i : track.compute) {
@@ -166,6 +205,7 @@ std::vector<LegendItem> legend_of(const std::vector<SvgSection>& sections) {
     }
     items.push_back({kOther.colour, "", fmt::format("other: {}", fmt::join(names, ", "))});
   }
+  if (waiting) items.push_back({kWaiting.colour, "", kWaiting.label});
   if (odd_chunks) {
     items.push_back(
         {first_compute_colour, kOddChunkPattern, "dotted: chunks 1, 3, … (interleaved)"});
@@ -197,7 +237,7 @@ std::vector<std::vector<size_t>> legend_rows(const std::vector<LegendItem>& item
 // One row: its label, the idle hatch up to `idle_until` (its timeline's end: nothing is
 // drawn past an iteration), its ops and its sends.
 void draw_track(std::string& svg, const Track& track, double top, double label_right,
-                double plot_left, double idle_until, const auto& x) {
+                double plot_left, double idle_until, const Arrivals& arrivals, const auto& x) {
   svg += fmt::format(
       "<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{}\" "
       "text-anchor=\"end\">{}</text>\n",
@@ -230,14 +270,29 @@ void draw_track(std::string& svg, const Track& track, double top, double label_r
           left + width / 2, top + kBarHeight / 2 + 3.5, kBarNumberFont, number);
     }
   }
-  for (const auto& i : track.communication) {
-    const double left = x(i.start);
-    const double width = std::max(x(i.end) - left, 0.5);
+  const auto lane = [&](double start, double end, const char* colour, const std::string& what) {
+    const double left = x(start);
+    const double width = std::max(x(end) - left, 0.5);
     svg += fmt::format(
         "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\">"
-        "<title>{} {} stage {}: {} – {}</title></rect>\n",
-        left, top + kBarHeight + 1, width, kCommLaneHeight - 2, style_of(i.op).colour, escape(i.op),
-        i.micro_batch, i.stage, escape(format_duration(i.start)), escape(format_duration(i.end)));
+        "<title>{}: {} – {}</title></rect>\n",
+        left, top + kBarHeight + 1, width, kCommLaneHeight - 2, colour, escape(what),
+        escape(format_duration(start)), escape(format_duration(end)));
+  };
+  std::map<std::string, size_t> seen;
+  for (const auto& i : track.communication) {
+    const std::string what = fmt::format("{} {} stage {}", i.op, i.micro_batch, i.stage);
+    if (is_wait(i.op)) {
+      lane(i.start, i.end, kWaiting.colour, what);
+      continue;
+    }
+    double begins = i.start;  // the op itself, after any wait for the last rank
+    if (is_every_rank_collective(i.op)) {
+      const auto arrived = arrivals.find({i.op, seen[i.op]++});
+      if (arrived != arrivals.end()) begins = std::clamp(arrived->second, i.start, i.end);
+    }
+    if (begins > i.start) lane(i.start, begins, kWaiting.colour, "waiting for every rank: " + what);
+    lane(begins, i.end, style_of(i.op).colour, what);
   }
 }
 
@@ -364,8 +419,9 @@ std::string svg_gantt(const std::string& title, const std::string& subtitle,
       top += kHeadingHeight;
     }
     const double section_end = x(section.timeline->end_time());
+    const Arrivals arrivals = last_arrivals(*section.timeline);
     for (const auto& track : section.timeline->tracks) {
-      draw_track(svg, track, top, plot_left - kLabelGap, plot_left, section_end, x);
+      draw_track(svg, track, top, plot_left - kLabelGap, plot_left, section_end, arrivals, x);
       top += row_height;
     }
   }

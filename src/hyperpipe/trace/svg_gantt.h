@@ -1,7 +1,9 @@
 // A timeline as a self-contained SVG Gantt chart: one row per track, F/B/W bars coloured
 // and numbered with their micro-batch (an interleaved stage's odd chunks dotted), sends on
-// a thin lane under each row, idle time hatched as bubble up to the timeline's end (nothing
-// past it), a time axis and a legend of every colour drawn, "other" naming its ops. The layout is
+// a thin lane under each row, waits grey (a receive's; a collective of every rank until its
+// last rank arrives, then the op's own colour), idle time hatched as bubble up to the
+// timeline's end (nothing past it), a time axis and a legend of every colour drawn, "other"
+// naming its ops. The layout is
 // worked out from the text (trace/text_width.h): the label column fits the longest row label, the
 // legend wraps inside the canvas, and the chart widens with the ops of the busiest row so that long
 // runs keep every bar visible.
