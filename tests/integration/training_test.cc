@@ -164,36 +164,64 @@ TEST(Training, TheLearningRateScheduleDrivesEveryUpdate) {
 }
 
 // Validation: a pipeline's validation loss equals one process's on the same held-out
-// windows, and two plans of the same batch agree; training itself is as without it.
+// windows for every kind of plan (the forward half of its schedule: interleaved chunks,
+// tensor parallelism, pipelines side by side), and its training is one process's.
 TEST(Training, AValidationLossIsOneProcesssForEveryPlan) {
   constexpr int kEvalSteps = 4;
   const std::string eval = " --eval-interval 2 --eval-iters 2";
-  ReferenceSettings settings{kSeed, kLearningRate};
-  settings.eval_interval = 2;
-  settings.eval_iters = 2;
-  const auto single = one_process_reference(kTinyGpt, 6, 2, kEvalSteps, settings);
-  ASSERT_EQ(single.validation_losses.size(), 2u);
-  for (const auto& [name, plan] : {std::pair{"validation-two-stages", kTwoStages},
-                                   {"validation-three-stages", kThreeStages}}) {
-    const TrainedRun run = launch(name, kTinyGpt, plan, kEvalSteps, eval);
+  struct Plan {
+    const char* name;
+    const char* body;
+    int64_t global_batch;
+  };
+  const Plan plans[] = {
+      {"validation-two-stages", kTwoStages, 6},
+      {"validation-three-stages-zb-h1", kThreeStages, 6},
+      {"validation-tp-two", R"("micro_batch_size": 2, "micro_batches": 3, "schedule": "1f1b",
+          "stages": [{"layers": [0, 3], "devices": [0, 1], "tp": 2},
+                     {"layers": [3, 6], "devices": [2, 3], "tp": 2}])",
+       6},
+      {"validation-interleaved", R"("micro_batch_size": 2, "micro_batches": 4,
+          "schedule": {"kind": "interleaved", "chunks": 2},
+          "stages": [{"layers": [0, 2], "devices": [0]}, {"layers": [2, 3], "devices": [1]},
+                     {"layers": [3, 5], "devices": [0]}, {"layers": [5, 6], "devices": [1]}])",
+       8},
+      {"validation-side-by-side-dp", R"("micro_batch_size": 2, "micro_batches": 2,
+          "schedule": "gpipe",
+          "stages": [{"layers": [0, 2], "devices": [0]}, {"layers": [2, 6], "devices": [1]}],
+          "replicas": [{"micro_batch_size": 2, "micro_batches": 2, "schedule": "zb-h1",
+                        "stages": [{"layers": [0, 4], "devices": [2, 3]},
+                                   {"layers": [4, 6], "devices": [4]}]}])",
+       8},
+  };
+  std::map<int64_t, ReferenceRun> references;
+  for (const int64_t batch : {6, 8}) {
+    ReferenceSettings settings{kSeed, kLearningRate};
+    settings.eval_interval = 2;
+    settings.eval_iters = 2;
+    references[batch] = one_process_reference(kTinyGpt, batch, 2, kEvalSteps, settings);
+    ASSERT_EQ(references[batch].validation_losses.size(), 2u);
+    // Later validation after more training: lower.
+    EXPECT_LT(references[batch].validation_losses[1], references[batch].validation_losses[0]);
+  }
+  for (const auto& plan : plans) {
+    const ReferenceRun& single = references.at(plan.global_batch);
+    const TrainedRun run = launch(plan.name, kTinyGpt, plan.body, kEvalSteps, eval);
     std::vector<double> validation;
     std::istringstream lines(slurp(run.dir + "/metrics.jsonl"));
     for (std::string line; std::getline(lines, line);) {
       const auto entry = nlohmann::json::parse(line);
       if (entry.contains("validation_loss")) validation.push_back(entry["validation_loss"]);
     }
-    ASSERT_EQ(validation.size(), 2u) << name;
+    ASSERT_EQ(validation.size(), 2u) << plan.name;
     for (size_t i = 0; i < validation.size(); ++i) {
       EXPECT_NEAR(validation[i], single.validation_losses[i],
                   kTolerance * single.validation_losses[i])
-          << name << " " << i;
+          << plan.name << " " << i;
     }
-    // And its training is one process's: evaluating leaves weights, optimizer and data
-    // order as they were.
+    // Evaluating leaves weights, optimizer and data order as they were.
     expect_same(run, {single.losses, single.weights, ""});
   }
-  // Later validation after more training: lower.
-  EXPECT_LT(single.validation_losses[1], single.validation_losses[0]);
 }
 
 struct Case {

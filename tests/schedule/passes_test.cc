@@ -15,6 +15,16 @@ TEST(InsertCommunication, ReceivesBeforeAndSendsAfter) {
             "RF0<1 F0 BW0 SB0>1 RF1<1 F1 BW1 SB1>1\n");
 }
 
+// Evaluation's schedule: each rank's forwards with their transfers, in the training
+// order, then the loss's sum over every rank.
+TEST(ForwardsOnly, KeepsTheForwardHalfInOrderThenTheLossSum) {
+  const Schedule s = forwards_only(insert_communication(one_f_one_b(3, 2)));
+  EXPECT_EQ(format_schedule(s, true),
+            "F0 SF0>1 F1 SF1>1 GN\n"
+            "RF0<0 F0 SF0>2 RF1<0 F1 SF1>2 GN\n"
+            "RF0<1 F0 RF1<1 F1 GN\n");
+}
+
 TEST(InsertCommunication, InterleavedWrapsFromLastRankToFirst) {
   const Schedule s = insert_communication(interleaved_1f1b(2, 2, 2));
   // Chunk 1 of rank 0 (stage 2) takes its input from rank 1 (stage 1).

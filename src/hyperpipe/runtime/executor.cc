@@ -78,6 +78,7 @@ Executor::Executor(const model::Model& model, const plan::Plan& plan, const Rank
   for (int p = 0; p < role_.pipeline; ++p) first_sample_ += plan.pipeline(p).samples();
   const auto& pipeline = pipeline_;
   schedule_ = plan::schedule_for(plan, role_.pipeline, model.config().tied_embeddings);
+  forward_schedule_ = schedule::forwards_only(schedule_);
   // Under tensor parallelism each chunk holds this rank's shard of its layers; the
   // shards of the group's data-parallel rank sum their partial results.
   TensorShard shard{role_.tp, role_.tp_index, nullptr, nullptr};
@@ -580,7 +581,7 @@ void Executor::global_norm(const Op& op) {
   // computed it). Computing it is part of the optimizer's work (its profile includes it).
   double squares = 0;
   timed({std::string(schedule::timeline_label(OpKind::optimizer_step)), -1, -1, 0, 0, 0}, [&] {
-    if (scaler_) {
+    if (scaler_ && !evaluating_) {
       // The gradients of the scaled loss back to the loss's own (a power of two: exact).
       for (auto& p : parameters()) p.mutable_grad().mul_(1.0 / scaler_->scale());
     }
@@ -812,15 +813,21 @@ void Executor::sum_over(std::vector<torch::Tensor>& tensors, std::vector<int> ra
 }
 
 StepResult Executor::evaluate(int64_t batch) {
-  // The training schedule without its update: what changes is only the data (held-out
-  // windows), dropout (none) and the optimizer (not stepped, the loss scale untouched).
+  // The training step's forwards on held-out windows, without dropout or gradients; its
+  // GN sums the loss (the norm of no gradients is 0).
+  const torch::NoGradGuard no_gradients;
   evaluating_ = true;
+  std::swap(schedule_, forward_schedule_);
+  const auto restore = [&] {
+    std::swap(schedule_, forward_schedule_);
+    evaluating_ = false;
+  };
   try {
     StepResult result = step(batch);
-    evaluating_ = false;
+    restore();
     return result;
   } catch (...) {
-    evaluating_ = false;
+    restore();
     throw;
   }
 }

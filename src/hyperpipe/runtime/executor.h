@@ -30,6 +30,7 @@
 #include "hyperpipe/runtime/rank_layout.h"
 #include "hyperpipe/runtime/stage_module.h"
 #include "hyperpipe/runtime/text_corpus.h"
+#include "hyperpipe/schedule/passes.h"
 #include "hyperpipe/schedule/schedule.h"
 #include "hyperpipe/trace/timeline.h"
 
@@ -80,8 +81,8 @@ class Executor {
 
   StepResult step(int64_t step);
   // Collective: the loss of validation batch `batch` (the data's held-out windows, no
-  // dropout), the weights, the optimizer and the loss scale left as they are. Runs the
-  // step's schedule, backward included: a forward-only schedule would take a third.
+  // dropout, no gradients), through the forward half of the step's schedule and the loss's
+  // sum over every rank; the weights, the optimizer and the loss scale left as they are.
   StepResult evaluate(int64_t batch);
 
   // The model chunks this process holds (one per chunk of its device group).
@@ -204,7 +205,8 @@ class Executor {
   int64_t first_sample_ = 0;  // this pipeline's share starts here in the global batch
   SampleRange mine_;          // this process's samples of every micro-batch
   schedule::Schedule schedule_;
-  bool split_backward_ = false;  // the schedule has W ops of its own
+  schedule::Schedule forward_schedule_;  // evaluate()'s: swapped with schedule_ meanwhile
+  bool split_backward_ = false;          // the schedule has W ops of its own
   std::vector<std::shared_ptr<StageModule>> chunks_;
   std::unique_ptr<MasterWeights> masters_;  // under mixed precision
   std::optional<OptimizerShards> shards_;   // under the plan's shard_optimizer

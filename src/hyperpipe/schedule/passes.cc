@@ -376,4 +376,16 @@ std::vector<int> peak_in_flight(const Schedule& schedule) {
   return peaks;
 }
 
+Schedule forwards_only(const Schedule& schedule) {
+  Schedule forwards = schedule;
+  for (auto& ops : forwards.ops) {
+    std::erase_if(ops, [](const Op& op) {
+      return op.kind != OpKind::forward && op.kind != OpKind::send_forward &&
+             op.kind != OpKind::recv_forward;
+    });
+    ops.push_back({OpKind::global_norm, -1, 0, -1});
+  }
+  return forwards;
+}
+
 }  // namespace hyperpipe::schedule

@@ -21,6 +21,12 @@ Schedule insert_communication(Schedule schedule);
 // otherwise what is wrong (for a deadlock: where each stuck rank waits and for what).
 std::optional<std::string> validate(const Schedule& schedule);
 
+// The forward half of a schedule, for evaluation: each rank's F ops with their sends and
+// receives, in the schedule's order, then GN (the loss summed over every rank). A
+// subsequence of a schedule that runs (validate), waiting on nothing the original does not
+// wait on earlier: it runs too.
+Schedule forwards_only(const Schedule& schedule);
+
 // Per rank, the most micro-batches (counted per chunk) whose forward has run and whose
 // backward (B or BW) has not: what sets the peak activation memory.
 std::vector<int> peak_in_flight(const Schedule& schedule);
