@@ -246,7 +246,9 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "  hyperpipe launch --plan examples/plans/tiny-gpt-3stage.json "
       "--data examples/data/corpus.txt --steps 20");
   command->callback([args, command, &out, &err] {
-    const plan::Plan plan = plan::load_plan(args->plan);
+    const auto checked =
+        plan::load_checked_plan(args->plan, option_value(command->remaining(), "--cluster"));
+    const plan::Plan& plan = checked.plan;
     launch::LaunchSpec spec;
     spec.ranks = ranks_here(plan, args->devices_here);
     spec.processes = static_cast<int>(spec.ranks.size());
@@ -255,9 +257,7 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     // The launcher's own options first, then the plan against the devices' memory (both
     // without the worker), then what every process would check.
     if (shared) check_shared_run(*args, has_flag(command->remaining(), "--adapt"));
-    const auto checked =
-        plan::load_checked_plan(args->plan, option_value(command->remaining(), "--cluster"));
-    plan::check_runs_here(checked.plan, args->plan);
+    plan::check_runs_here(plan, args->plan);
     check_fits(*args, checked, command->remaining());
     check_before_launch(*args, command->remaining(), err);
     spec.command = {require_worker("launch"), "train", "--plan", args->plan};

@@ -611,7 +611,6 @@ void Executor::global_norm(const Op& op) {
 
 void Executor::optimizer_step(const Op& op) {
   finish_backward_work();
-  if (evaluating_) return;  // validation: the loss alone, no update
   result_.lr = options_.optimizer.lr.at(step_);
   if (scaler_) {
     // Every rank sees the same global norm, so all skip or step together.
