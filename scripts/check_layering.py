@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Checks every #include of every part against the dependency table in the README.
+"""Checks every #include of every part against the dependency table of the development guide.
 
-The README's "Allowed dependencies" table lists, per part of src/hyperpipe/, the parts its
+The "Allowed dependencies" table of docs/guide/development.md lists, per part of src/hyperpipe/, the parts its
 files may include. Two more rules keep libtorch out of the planning side: only the files
 named in the table's torch row include libtorch (or c10d), and a torch-free file includes
 no header that does, directly or through others. Prints each offending line as
@@ -14,7 +14,7 @@ import sys
 
 ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent.parent)
 SOURCES = ROOT / "src" / "hyperpipe"
-README = ROOT / "README.md"
+TABLE = ROOT / "docs" / "guide" / "development.md"
 ROW = re.compile(r"^\|\s*`([a-z_]+)`\s*\|\s*(.*?)\s*\|\s*$")
 PART_INCLUDE = re.compile(r'^\s*#\s*include\s+"hyperpipe/([a-z_]+)/([^"]+)"')
 TORCH_INCLUDE = re.compile(r"^\s*#\s*include\s+<(torch|c10|ATen|caffe2)/")
@@ -24,7 +24,7 @@ TORCH_ROW = "torch"  # the table row naming the files that may include libtorch
 def read_table():
     """{part: set of parts it may include}, and the files that may include libtorch."""
     allowed, torch_files, in_table = {}, set(), False
-    for line in README.read_text(encoding="utf-8").splitlines():
+    for line in TABLE.read_text(encoding="utf-8").splitlines():
         if line.startswith("#"):
             in_table = line.strip().lower().endswith("allowed dependencies")
             continue
@@ -38,7 +38,7 @@ def read_table():
         else:
             allowed[name] = entries
     if not allowed:
-        sys.exit(f"{README}: no \"Allowed dependencies\" table (| `part` | parts |)")
+        sys.exit(f"{TABLE}: no \"Allowed dependencies\" table (| `part` | parts |)")
     return allowed, torch_files
 
 
@@ -72,7 +72,7 @@ def main():
         part = path.parent.name
         relative = path.relative_to(ROOT).as_posix()
         if part not in allowed:
-            problems.append(f"{relative}:1: part '{part}' is not in the README's table")
+            problems.append(f"{relative}:1: part '{part}' is not in the dependency table")
             continue
         may_use_torch = path.relative_to(SOURCES).as_posix() in torch_files or part == "runtime"
         for number, line in enumerate(lines_of[path], 1):
@@ -95,10 +95,10 @@ def main():
     for problem in problems:
         print(problem)
     if problems:
-        print(f"check_layering: {len(problems)} include(s) break the README's table",
+        print(f"check_layering: {len(problems)} include(s) break the dependency table",
               file=sys.stderr)
         return 1
-    print(f"check_layering: {len(files)} files follow the README's table")
+    print(f"check_layering: {len(files)} files follow the dependency table")
     return 0
 
 

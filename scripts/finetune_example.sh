@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's fine-tuning walkthrough: a small Hugging Face-format model (made by
+# The fine-tuning walkthrough of docs/guide/huggingface.md: a small Hugging Face-format model (made by
 # scripts/make_hf_model.py, as no weights can be downloaded here) fine-tuned across the
 # emulated heterogeneous cluster (cpu-emulated: CPU stand-ins for an A100, a V100 and a
 # T4) from its safetensors files, on a Megatron-LM indexed dataset that its own byte-level

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The checks that need no build: every #include against the README's dependency table
+# The checks that need no build: every #include against the dependency table of docs/guide/development.md
 # (scripts/check_layering.py) and every C++ file formatted as .clang-format says.
 # scripts/test.sh (and so .ci/run) runs it first.
 set -euo pipefail

@@ -2,8 +2,8 @@
 # Builds the torch-free parts with clang under AddressSanitizer + UndefinedBehaviorSanitizer
 # (warnings as errors) into build-asan/, runs their tests there, then every fuzz harness for
 # a bounded time (scripts/fuzz.sh). libtorch is left out: PyTorch's libtorch is not built
-# with ASan, and its own allocations and static initialisers report through it (README,
-# "Reliability"). Line tables (-g1) are all a sanitizer's report needs; a unity build
+# with ASan, and its own allocations and static initialisers report through it (docs/guide/
+# reliability.md). Line tables (-g1) are all a sanitizer's report needs; a unity build
 # (eight sources per compiler run) parses the shared headers once per batch, half the
 # build's time cold. Called by
 # scripts/test.sh, so by CI, which times each part (`time:` lines).

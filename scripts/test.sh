@@ -5,7 +5,7 @@
 # .ci/run runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# timed STEP COMMAND…: runs it and prints `time: STEP N s` (the README's table of CI time is
+# timed STEP COMMAND…: runs it and prints `time: STEP N s` (the table of CI time in docs/guide/development.md is
 # made of these lines).
 timed() {
   local step=$1 start=$SECONDS

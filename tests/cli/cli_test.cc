@@ -839,5 +839,26 @@ TEST(Cli, BadFilesExitTwoNamingTheFile) {
   EXPECT_NE(e.err.find("at least 1 item"), std::string::npos) << e.err;
 }
 
+// `launch --elastic … & join …` in a script: the launcher makes its elastic/ folder only
+// once its checks pass, so join waits for it within --wait rather than refusing the
+// directory; with none by then, the directory is refused (exit 2).
+TEST(Cli, JoinWaitsForALauncherThatIsStillStarting) {
+  const std::string dir = hyperpipe::testing::temp_path("join-starting");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const Result starting =
+      testing::run_binary(HYPERPIPE_BINARY, "join --checkpoint-dir " + dir + " --device 1 --wait 5",
+                          "(sleep 0.5; mkdir -p " + dir + "/elastic) & ");
+  EXPECT_EQ(starting.exit_code, 1) << starting.err;  // the folder came, but no launcher answered
+  EXPECT_NE(starting.err.find("no elastic launcher answered in 5 s"), std::string::npos)
+      << starting.err;
+  std::filesystem::remove_all(dir + "/elastic");
+  const Result none = run("join --checkpoint-dir " + dir + " --device 1 --wait 0.2");
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_NE(none.err.find("it has no elastic/ directory after 0.2 s"), std::string::npos)
+      << none.err;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hyperpipe::cli

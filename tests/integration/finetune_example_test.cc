@@ -1,4 +1,4 @@
-// The README's fine-tuning walkthrough (scripts/finetune_example.sh) as a user runs it, for
+// The guide's fine-tuning walkthrough (scripts/finetune_example.sh) as a user runs it, for
 // both architectures: the shipped script's model fine-tuned on its own tokenizer's
 // indexed dataset across the emulated cluster learns (the loss falls), and its export
 // holds trained weights (not the ones it started from) under the same names and shapes.

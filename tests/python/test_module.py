@@ -81,6 +81,18 @@ class Module(unittest.TestCase):
         with self.assertRaises(hyperpipe.InputError):
             hyperpipe.simulate(42)
 
+    def test_a_dict_is_named_as_passed_not_by_a_temporary_file(self):
+        interleaved = hyperpipe.plan("gpt3-2.7b", "a100-v100-t4", 64, runtime="megatron")["plan"]
+        self.assertEqual(interleaved["schedule"]["kind"], "interleaved")
+        with self.assertRaises(hyperpipe.InputError) as raised:
+            hyperpipe.simulate(interleaved, runtime="deepspeed")
+        self.assertIn("the plan dict", str(raised.exception))
+        self.assertNotIn("hyperpipe-py-", str(raised.exception))
+        with self.assertRaises(hyperpipe.InputError) as raised:
+            hyperpipe.describe({"model_type": "llama", "hidden_size": 256}, "a100x8")
+        self.assertIn("the model dict", str(raised.exception))
+        self.assertNotIn("hyperpipe-py-", str(raised.exception))
+
 
 if __name__ == "__main__":
     unittest.main()

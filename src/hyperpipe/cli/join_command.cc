@@ -41,7 +41,9 @@ void add_join_command(CLI::App& app, std::ostream& out) {
   command->add_option("--device", args->devices, "A device of the run's cluster, by id")
       ->required()
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--wait", args->wait_seconds, "Seconds to wait for the launcher's answer")
+  command
+      ->add_option("--wait", args->wait_seconds,
+                   "Seconds to wait for the run's launcher (one starting up too) to answer")
       ->default_val(30.0)
       ->check(CLI::PositiveNumber);
   command->footer(
@@ -52,16 +54,22 @@ void add_join_command(CLI::App& app, std::ostream& out) {
   command->callback([args, &out] {
     const std::string elastic_dir =
         (std::filesystem::path(args->checkpoint_dir) / kElasticDirectory).string();
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>(args->wait_seconds * 1e3));
+    // A launcher started a moment ago (in a script, `launch … & join …`) makes the directory
+    // only once its checks pass: wait for it as for the answer.
+    while (!std::filesystem::is_directory(elastic_dir) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(kAnswerPoll);
+    }
     if (!std::filesystem::is_directory(elastic_dir)) {
       throw InputError("--checkpoint-dir", args->checkpoint_dir,
                        fmt::format("the --checkpoint-dir of a running `hyperpipe launch "
-                                   "--elastic` (it has no {}/ directory)",
-                                   kElasticDirectory));
+                                   "--elastic` (it has no {}/ directory after {} s)",
+                                   kElasticDirectory, args->wait_seconds));
     }
     for (int device : args->devices) request_join(elastic_dir, device);
     std::map<int, JoinAnswer> answers;
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::milliseconds(static_cast<int64_t>(args->wait_seconds * 1e3));
     while (answers.size() < args->devices.size() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(kAnswerPoll);
       for (int device : args->devices) {

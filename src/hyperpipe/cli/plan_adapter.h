@@ -24,7 +24,7 @@
 namespace hyperpipe::cli {
 
 // A device 15% slower than planned is about the spread of one GPU type's parts and
-// clocks (and of this host's own drift over a minute, README "Performance"): less is noise.
+// clocks (and of this host's own drift over a minute, docs/guide/performance.md): less is noise.
 inline constexpr double kDefaultAdaptThreshold = 0.15;
 // Steps in a row before acting: one slow step is a hiccup (a checkpoint, a page fault).
 inline constexpr int kDefaultAdaptSteps = 5;

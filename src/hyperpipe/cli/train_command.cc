@@ -304,19 +304,23 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                                         signal_name(record.stopped_by), record.steps_done),
                             128 + record.stopped_by);
       }
-      if (record.switching_plans && progress.handed_over_for()) {
-        throw CommandFailed(fmt::format("checkpointed after step {} for the launcher to go on "
-                                        "with another plan: {}",
-                                        record.steps_done, *progress.handed_over_for()),
-                            kExitPlanSwitch);
-      }
       if (record.switching_plans) {
-        throw CommandFailed(
-            fmt::format(
+        // A planned end, not a failure: rank 0 says why, and exit 75 tells the launcher.
+        if (record.reporter) {
+          std::ostream& note = report->json ? err : out;
+          if (progress.handed_over_for()) {
+            note << fmt::format(
+                "checkpointed after step {} for the launcher to go on with "
+                "another plan: {}\n",
+                record.steps_done, *progress.handed_over_for());
+          } else {
+            note << fmt::format(
                 "checkpointed after step {} to go on with the adapted plan ({}/elastic/{}); "
-                "`hyperpipe launch --adapt` resumes with it",
-                record.steps_done, options->checkpoint_dir.value_or("?"), kSwitchFile),
-            kExitPlanSwitch);
+                "`hyperpipe launch --adapt` resumes with it\n",
+                record.steps_done, options->checkpoint_dir.value_or("?"), kSwitchFile);
+          }
+        }
+        throw CommandFailed("", kExitPlanSwitch);
       }
       if (!record.reporter) return;
       progress.write_metrics();

@@ -23,15 +23,14 @@ inline constexpr double kDefaultLinkEfficiency = 0.8;
 
 // The share of each device's memory a plan leaves unused: the device-level terms
 // (device_memory.h) are each a default until `profile --memory` measures them, and a
-// prediction of a device's peak errs by a few percent (the README's memory validation
+// prediction of a device's peak errs by a few percent (docs/guide/memory.md's validation
 // measures ours): a plan within 5 % of the memory is a plan at risk.
 inline constexpr double kDefaultMemoryMargin = 0.05;
 
 // How a layer without a profile is estimated: op by op (op_estimate.h: each kernel by its
-// shape and the GPU generation; the README's "Estimates without a profile" validates it on
-// Sailor's public GPU measurements), or the roofline it replaced (every product at one
-// share of the peak, matmul_efficiency, the memory-bound rest at the bandwidth), kept for
-// comparison.
+// shape and the GPU generation; docs/guide/performance.md, "Estimates without a profile", validates
+// it on Sailor's public GPU measurements), or the roofline it replaced (every product at one share
+// of the peak, matmul_efficiency, the memory-bound rest at the bandwidth), kept for comparison.
 enum class Estimator { ops, roofline };
 
 inline const char* to_string(Estimator estimator) {

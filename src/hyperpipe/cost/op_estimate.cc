@@ -28,9 +28,9 @@ constexpr double kCausalShare = 0.5;  // the masked half of the scores is skippe
 // matmul_efficiency for a type wins): the median over the large products (≥ 100 GFLOP) in
 // the Aceso op profiles of GPT-Neo-2.7 that eth-easl/sailor publishes, on each generation's
 // data-centre part: V100-16GB, A100-40GB, GH200-96GB (bench/estimates/aceso_products.py),
-// fitted there and tested on the other GPU types and models (README, "Estimates without a
-// profile"). fp32 on CUDA cores: Volta's share on every generation. cuBLAS alone reaches
-// more on Hopper (XLA's measured table for H100, openxla xla/service/gpu/model/
+// fitted there and tested on the other GPU types and models (docs/guide/performance.md,
+// "Estimates without a profile"). fp32 on CUDA cores: Volta's share on every generation. cuBLAS
+// alone reaches more on Hopper (XLA's measured table for H100, openxla xla/service/gpu/model/
 // matmul_interpolator_data.h: 4096³ bf16 783 of 989 TFLOP/s, 79 %), PyTorch's products
 // at a training layer's shapes on GH200 about 61 %.
 struct ProductShares {

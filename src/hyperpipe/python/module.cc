@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hyperpipe/cli/app.h"
@@ -33,14 +34,14 @@ cli::AddCommand planning(void (*add)(CLI::App&, std::ostream&)) {
   return [add](CLI::App& app, std::ostream& out, std::ostream&) { add(app, out); };
 }
 
-// A folder of our own under the system's temporary folder, removed with the object.
+// A folder of our own under the system's temporary folder, made by the first file written
+// into it and removed with the object.
 class TempFolder {
  public:
   TempFolder() {
     std::random_device random;
     path_ = std::filesystem::temp_directory_path() /
             ("hyperpipe-py-" + std::to_string(random()) + std::to_string(random()));
-    std::filesystem::create_directories(path_);
   }
   ~TempFolder() {
     std::error_code ignored;
@@ -50,12 +51,30 @@ class TempFolder {
   TempFolder& operator=(const TempFolder&) = delete;
   std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
 
+  // Remembers that `file` stands for what the caller passed as `label`.
+  void name_file(const std::string& file, std::string label) {
+    labels_.emplace_back(file, std::move(label));
+  }
+  // `message` with every file written here named as the caller knows it, not by its
+  // temporary path (which means nothing to them and is gone once the call returns).
+  std::string readable(std::string message) const {
+    for (const auto& [file, label] : labels_) {
+      for (auto at = message.find(file); at != std::string::npos;
+           at = message.find(file, at + label.size())) {
+        message.replace(at, file.size(), label);
+      }
+    }
+    return message;
+  }
+
  private:
   std::filesystem::path path_;
+  std::vector<std::pair<std::string, std::string>> labels_;
 };
 
-// Runs `hyperpipe args…` here; its standard output, or the exception its exit code means.
-std::string run_command(const std::vector<std::string>& args) {
+// Runs `hyperpipe args…` here; its standard output, or the exception its exit code means,
+// with the files of `folder` named as the caller passed them.
+std::string run_command(const std::vector<std::string>& args, const TempFolder& folder) {
   cli::Program program;
   program.commands = {planning(cli::add_models_command),   planning(cli::add_devices_command),
                       planning(cli::add_describe_command), cli::add_plan_command,
@@ -73,6 +92,7 @@ std::string run_command(const std::vector<std::string>& args) {
   while (!message.empty() && message.back() == '\n') message.pop_back();
   constexpr std::string_view kPrefix = "error: ";
   if (message.rfind(kPrefix, 0) == 0) message.erase(0, kPrefix.size());
+  message = folder.readable(std::move(message));
   if (code == cli::kExitBadInput) throw CommandInputError(message);
   if (code != cli::kExitOk) throw std::runtime_error(message);
   return out.str();
@@ -82,29 +102,30 @@ py::object parse_json(const std::string& text) {
   return py::module_::import("json").attr("loads")(text);
 }
 
-py::object run_json(std::vector<std::string> args) {
+py::object run_json(std::vector<std::string> args, const TempFolder& folder) {
   args.insert(args.end(), {"--format", "json"});
-  return parse_json(run_command(args));
+  return parse_json(run_command(args, folder));
 }
 
 // A plan or model given as a dict goes through a file, as the CLI reads it: `name` in
 // `subfolder` (a Hugging Face config is named after its folder).
-std::string as_file(const py::object& value, const TempFolder& folder, const std::string& name,
-                    const std::string& subfolder = ".") {
+std::string as_file(const py::object& value, TempFolder& folder, const std::string& argument,
+                    const std::string& name, const std::string& subfolder = ".") {
   if (py::isinstance<py::str>(value)) return value.cast<std::string>();
   if (!py::isinstance<py::dict>(value)) {
-    throw CommandInputError(name + ": expected a dict or a path (str)");
+    throw CommandInputError(argument + ": expected a dict or a path (str)");
   }
   const std::string text = py::module_::import("json").attr("dumps")(value).cast<std::string>();
   std::filesystem::create_directories(folder / subfolder);
-  const auto path = folder / subfolder / name;
+  const auto path = (folder / subfolder / name).lexically_normal();
   std::ofstream(path) << text;
+  folder.name_file(path.string(), "the " + argument + " dict");
   return path.string();
 }
 
 // A model: a catalogue name, a file, or a Hugging Face config dict, named after its
 // `_name_or_path` or `model_type`.
-std::string model_argument(const py::object& model, const TempFolder& folder) {
+std::string model_argument(const py::object& model, TempFolder& folder) {
   std::string name = "model";
   if (py::isinstance<py::dict>(model)) {
     const auto config = model.cast<py::dict>();
@@ -117,7 +138,7 @@ std::string model_argument(const py::object& model, const TempFolder& folder) {
     }
     if (name.empty() || name == "." || name == "..") name = "model";
   }
-  return as_file(model, folder, "config.json", name);
+  return as_file(model, folder, "model", "config.json", name);
 }
 
 void add_option(std::vector<std::string>& args, const char* flag, const py::object& value) {
@@ -141,7 +162,7 @@ py::object describe(const py::object& model, const py::object& cluster,
   add_option(args, "--seq", seq);
   add_option(args, "--tp", tp);
   add_option(args, "--recompute", recompute);
-  return run_json(args);
+  return run_json(args, folder);
 }
 
 py::object plan(const py::object& model, const py::object& cluster, const py::object& global_batch,
@@ -174,25 +195,27 @@ py::object plan(const py::object& model, const py::object& cluster, const py::ob
   add_option(args, "--dp", dp);
   add_option(args, "--recompute", recompute);
   add_option(args, "--dtype", dtype);
-  return run_json(args);
+  return run_json(args, folder);
 }
 
 py::object simulate(const py::object& plan_doc, const py::object& runtime, const py::object& p2p,
                     const py::object& cluster, const py::object& profiles) {
   TempFolder folder;
-  std::vector<std::string> args{"simulate", "--plan", as_file(plan_doc, folder, "plan.json")};
+  std::vector<std::string> args{"simulate", "--plan",
+                                as_file(plan_doc, folder, "plan", "plan.json")};
   add_option(args, "--runtime", runtime);
   add_option(args, "--p2p", p2p);
   add_option(args, "--cluster", cluster);
   add_option(args, "--profiles", profiles);
-  return run_json(args);
+  return run_json(args, folder);
 }
 
 py::dict export_plan(const py::object& plan_doc, const std::string& to) {
   TempFolder folder;
   const auto out = folder / "exported";
-  run_command({"export", "--plan", as_file(plan_doc, folder, "plan.json"), "--to", to, "--out",
-               out.string()});
+  run_command({"export", "--plan", as_file(plan_doc, folder, "plan", "plan.json"), "--to", to,
+               "--out", out.string()},
+              folder);
   py::dict files;
   for (const auto& entry : std::filesystem::directory_iterator(out)) {
     std::ifstream in(entry.path());
@@ -214,10 +237,10 @@ PYBIND11_MODULE(hyperpipe, m) {
   m.attr("__version__") = hyperpipe::cli::hyperpipe_version();
   py::register_exception<hp::CommandInputError>(m, "InputError", PyExc_ValueError);
   m.def(
-      "models", [] { return hp::run_json({"models"}); },
+      "models", [] { return hp::run_json({"models"}, hp::TempFolder{}); },
       "The model catalogue (`hyperpipe models`).");
   m.def(
-      "devices", [] { return hp::run_json({"devices"}); },
+      "devices", [] { return hp::run_json({"devices"}, hp::TempFolder{}); },
       "The GPU catalogue (`hyperpipe devices`).");
   m.def("describe", &hp::describe, py::arg("model") = py::none(), py::arg("cluster") = py::none(),
         py::kw_only(), py::arg("micro_batch") = py::none(), py::arg("seq") = py::none(),
