@@ -48,7 +48,8 @@ TEST(TrainProgress, PrintsAStepLineAndKeepsTheMetricsAtEachCheckpoint) {
       << out.str();
   const auto lines = json_lines(metrics);
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_EQ(lines[1]["step"], 1);
+  EXPECT_EQ(lines[0]["step"], 1);  // counted from 1, as the step lines print them
+  EXPECT_EQ(lines[1]["step"], 2);
   EXPECT_DOUBLE_EQ(lines[1]["grad_norm"].get<double>(), 1.5);
   EXPECT_DOUBLE_EQ(lines[1]["tokens_per_s"].get<double>(), 4000);
   std::filesystem::remove(metrics);
@@ -70,7 +71,7 @@ TEST(TrainProgress, StartUpSaysWhoJoinedAndHowFarTheLayersAre) {
 TEST(TrainProgress, AResumedRunKeepsTheStepsBeforeItsCheckpoint) {
   const std::string metrics = hyperpipe::testing::write_temp_file(
       "resumed-metrics.jsonl",
-      "{\"step\":0,\"loss\":6}\n{\"step\":1,\"loss\":5}\nnot json\n[1]\n{\"step\":2,\"loss\":4}\n");
+      "{\"step\":1,\"loss\":6}\n{\"step\":2,\"loss\":5}\nnot json\n[1]\n{\"step\":3,\"loss\":4}\n");
   std::ostringstream out;
   TrainProgress progress(report_options(metrics), out);
   progress.started("ckpt/step-2", 2);
@@ -78,9 +79,10 @@ TEST(TrainProgress, AResumedRunKeepsTheStepsBeforeItsCheckpoint) {
   progress.write_metrics();
   EXPECT_NE(out.str().find("resuming from ckpt/step-2 (2 steps done)"), std::string::npos);
   const auto lines = json_lines(metrics);
-  ASSERT_EQ(lines.size(), 3u);  // steps 0 and 1 kept, the old step 2 replaced
+  ASSERT_EQ(lines.size(), 3u);  // steps 1 and 2 kept, the old step 3 replaced
   EXPECT_EQ(lines[1]["loss"], 5);
   EXPECT_DOUBLE_EQ(lines[2]["loss"].get<double>(), 3.5);
+  EXPECT_EQ(lines[2]["step"], 3);
   std::filesystem::remove(metrics);
 }
 

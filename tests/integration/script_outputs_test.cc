@@ -32,7 +32,7 @@ TEST(ScriptOutputs, LaunchPrintsOneDocumentOnStdout) {
   const std::vector<double> losses = metric_losses(dir);
   ASSERT_EQ(losses.size(), 3u);
   for (size_t s = 0; s < 3; ++s) {
-    EXPECT_EQ(doc["steps"][s]["step"], static_cast<int64_t>(s));
+    EXPECT_EQ(doc["steps"][s]["step"], static_cast<int64_t>(s) + 1);  // as the step lines
     EXPECT_DOUBLE_EQ(doc["steps"][s]["loss"].get<double>(), losses[s]);
   }
   EXPECT_EQ(doc["files"]["timeline"]["measured"], dir + "/t.json");

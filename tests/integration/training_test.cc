@@ -699,8 +699,8 @@ TEST(Training, ComparesTheMedianStepWithThePrediction) {
   std::ifstream in(dir + "/metrics.jsonl");
   for (std::string line; std::getline(in, line);) {
     const auto entry = nlohmann::json::parse(line);
-    if (entry["step"].get<int>() > 0) {
-      steps.emplace_back(entry["seconds"].get<double>(), entry["step"].get<int>() + 1);
+    if (entry["step"].get<int>() > 1) {
+      steps.emplace_back(entry["seconds"].get<double>(), entry["step"].get<int>());
     }
   }
   ASSERT_EQ(steps.size(), static_cast<size_t>(kSteps - 1));
@@ -726,7 +726,7 @@ TEST(Training, ComparesTheMedianStepWithThePrediction) {
   std::ifstream prediction_file(dir + "/metrics.jsonl.prediction.json");
   const auto prediction = nlohmann::json::parse(prediction_file);
   EXPECT_NEAR(prediction["replayed_iteration_s"].get<double>(), replayed, 1e-9 * replayed);
-  EXPECT_EQ(prediction["replayed_step"].get<int>(), median - 1);
+  EXPECT_EQ(prediction["replayed_step"].get<int>(), median);  // counted from 1, as the title
   EXPECT_NE(replayed, prediction["predicted_iteration_s"].get<double>());
   EXPECT_NE(log.find(fmt::format("replayed with step {}'s measured compute", median)),
             std::string::npos)

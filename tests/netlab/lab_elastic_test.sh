@@ -28,7 +28,7 @@ steps = [json.loads(line)["step"] for line in open(sys.argv[2])]
 first = recoveries[0]
 assert first["kind"] == "loss", first
 assert first["lost"]["host"] == "v0" and first["lost"]["devices"] == [1], first["lost"]
-assert steps == list(range(int(sys.argv[3]))), f"steps in the metrics: {steps}"
+assert steps == list(range(1, int(sys.argv[3]) + 1)), f"steps in the metrics: {steps}"
 print(f"ok: host v0 lost; recovered in {first['seconds']['total']:.2f} s "
       f"(stopping {first['seconds']['stopping']:.2f} s); then "
       + (", ".join(r["kind"] for r in recoveries[1:]) or "no further change of plan"))

@@ -66,6 +66,8 @@ def main():
             expected = [float(numpy.float32(row[field])) for row in rows]
             verdict.check(f"{tag}: steps 1 to {STEPS}", steps == list(range(1, STEPS + 1)),
                           str(steps))
+            verdict.check(f"{tag}: the metrics file's steps", steps == [row["step"] for row in rows],
+                          str([row["step"] for row in rows]))
             verdict.check(f"{tag}: the metrics file's {field}", values == expected,
                           f"TensorBoard {values}, metrics {expected}")
         peaks = accumulator.Scalars("memory/rank0_device_peak_bytes") \

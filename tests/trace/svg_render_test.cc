@@ -348,7 +348,7 @@ TEST(SvgRender, AWaitInsideACollectiveIsDrawnAsWaiting) {
             std::string::npos);
   EXPECT_EQ(svg.find("other:"), std::string::npos) << "a wait is no 'other'";
   const Image image = render(svg);
-  const Box wait = rect_of(svg, "<title>waiting for every rank: global norm");
+  const Box wait = rect_of(svg, "<title>waiting for its peers: global norm");
   const Box norm = rect_of(svg, "<title>global norm -1 stage -1");
   ASSERT_LT(wait.right, norm.right);
   const auto pixel = [&](int x, int y) {
@@ -364,6 +364,36 @@ TEST(SvgRender, AWaitInsideACollectiveIsDrawnAsWaiting) {
   EXPECT_GT(own[0] - own[1], 60);
   // The wait is most of the bar: 0.85 s of 0.9 s.
   EXPECT_GT(wait.right - wait.left, 8 * (norm.right - norm.left));
+}
+
+// The tied embedding's sum joins the first and last stages of one pipeline: the stage that
+// arrives first waits for its pipeline's other end, not for another pipeline's.
+TEST(SvgRender, ATiedEmbeddingSumWaitsForItsOwnPipelinesOtherEnd) {
+  Timeline timeline;
+  timeline.title = "tied embedding sums";
+  const auto track = [](const std::string& name, int pipeline, int stage, double arrives) {
+    Track t{name, {stage}, {}, {}, {}, {}};
+    t.pipeline = pipeline;
+    t.compute = {{"F", stage, 0, 0, 0.0, arrives}};
+    t.communication = {{"tied embedding", stage, -1, 0, arrives, 1.0}};
+    return t;
+  };
+  // Pipeline 0's ends arrive at 0.2 and 0.8 s; pipeline 1's at 0.3 and 0.35 s.
+  timeline.tracks = {track("p0 first", 0, 0, 0.2), track("p0 last", 0, 1, 0.8),
+                     track("p1 first", 1, 2, 0.3), track("p1 last", 1, 3, 0.35)};
+  const std::string svg = svg_gantt(timeline, {1000});
+  const Box p0_wait = rect_of(svg, "<title>waiting for its peers: tied embedding -1 stage 0");
+  const Box p1_wait = rect_of(svg, "<title>waiting for its peers: tied embedding -1 stage 2");
+  const Box p0_sum = rect_of(svg, "<title>tied embedding -1 stage 0");
+  const Box p1_sum = rect_of(svg, "<title>tied embedding -1 stage 2");
+  // Each waits until its own pipeline's last end arrives: 0.6 s against 0.05 s.
+  EXPECT_NEAR(p0_wait.right, p0_sum.left, 1);
+  EXPECT_NEAR(p1_wait.right, p1_sum.left, 1);
+  EXPECT_GT(p0_wait.right - p0_wait.left, 8 * (p1_wait.right - p1_wait.left));
+  EXPECT_LT(p1_sum.left, p0_sum.left);
+  // The last to arrive does not wait.
+  EXPECT_EQ(svg.find("<title>waiting for its peers: tied embedding -1 stage 1"), std::string::npos);
+  EXPECT_EQ(svg.find("<title>waiting for its peers: tied embedding -1 stage 3"), std::string::npos);
 }
 
 // The layout's text widths are never below what the renderer draws, or labels would be

@@ -7,6 +7,7 @@
 
 #include "hyperpipe/trace/chrome_trace.h"
 #include "hyperpipe/trace/svg_gantt.h"
+#include "hyperpipe/trace/timeline_json.h"
 
 namespace hyperpipe::trace {
 namespace {
@@ -175,6 +176,20 @@ TEST(SvgGantt, ALongRunWidensTheChart) {
   std::smatch canvas;
   ASSERT_TRUE(std::regex_search(svg, canvas, std::regex("<svg [^>]*width=\"([0-9]+)\"")));
   EXPECT_GT(std::stod(canvas[1]), kOps * kMinPixelsPerOp);
+}
+
+// A track's pipeline goes through the timeline file (a chart drawn by `compare` from files
+// tells each pipeline's collectives apart by it); the first pipeline's is left implicit.
+TEST(TimelineJson, ATracksPipelineIsKept) {
+  Track second{"pipeline 1, stage 0", {3}, {}, {}, {}, {}};
+  second.pipeline = 1;
+  second.communication = {{"tied embedding", 0, -1, 0, 0.5, 0.6}};
+  const auto json = track_to_json(second);
+  EXPECT_EQ(json.at("pipeline"), 1);
+  EXPECT_EQ(track_from_json(json).pipeline, 1);
+  Track first{"stage 0", {0}, {}, {}, {}, {}};
+  EXPECT_FALSE(track_to_json(first).contains("pipeline"));
+  EXPECT_EQ(track_from_json(track_to_json(first)).pipeline, 0);
 }
 
 }  // namespace

@@ -93,8 +93,9 @@ void TrainProgress::started(const std::optional<std::string>& checkpoint, int64_
   std::string line;
   while (std::getline(previous, line)) {
     const auto entry = nlohmann::json::parse(line, nullptr, false);
-    if (!entry.is_discarded() && entry.is_object() && entry.value("step", int64_t{-1}) >= 0 &&
-        entry["step"].get<int64_t>() < steps_done) {
+    // Steps count from 1, so the checkpoint's are 1 to steps_done.
+    if (!entry.is_discarded() && entry.is_object() && entry.value("step", int64_t{0}) >= 1 &&
+        entry["step"].get<int64_t>() <= steps_done) {
       metrics_.push_back(entry);
     }
   }
@@ -120,7 +121,8 @@ void TrainProgress::step_done(const runtime::StepRecord& step) {
               format_eta(mean_seconds * static_cast<double>(options_.steps - step.step - 1)),
               step.skipped ? fmt::format("  skipped (loss scale {:g})", step.loss_scale) : "")
        << std::flush;
-  nlohmann::json metrics{{"step", step.step},
+  // Every step number a user reads counts from 1, as the step lines do.
+  nlohmann::json metrics{{"step", step.step + 1},
                          {"loss", step.loss},
                          {"grad_norm", step.grad_norm},
                          {"lr", step.lr},
@@ -156,7 +158,7 @@ void TrainProgress::evaluated(int64_t step, double validation_loss) {
                       validation_loss, perplexity)
        << std::flush;
   // Beside the step's own metrics, in its line.
-  if (!metrics_.empty() && metrics_.back().value("step", int64_t{-1}) == step) {
+  if (!metrics_.empty() && metrics_.back().value("step", int64_t{-1}) == step + 1) {
     metrics_.back()["validation_loss"] = validation_loss;
     metrics_.back()["validation_perplexity"] = perplexity;
   }
@@ -313,7 +315,7 @@ nlohmann::json report_prediction(const runtime::TrainRecord& record, const plan:
     }
     prediction["replayed_iteration_s"] = replayed;
     prediction["replayed_error"] = replay_error;
-    prediction["replayed_step"] = record.traced_step;
+    prediction["replayed_step"] = record.traced_step + 1;
     comparison = compare_timelines(predicted_timeline, *record.measured_timeline);
   }
   if (options.metrics_path) {
@@ -333,7 +335,7 @@ nlohmann::json training_summary(const runtime::TrainRecord& record,
                                 const TrainReportOptions& options, nlohmann::json prediction) {
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& step : record.steps) {
-    nlohmann::json entry{{"step", step.step},
+    nlohmann::json entry{{"step", step.step + 1},
                          {"loss", step.loss},
                          {"grad_norm", step.grad_norm},
                          {"lr", step.lr},
@@ -360,19 +362,20 @@ nlohmann::json training_summary(const runtime::TrainRecord& record,
   if (options.tensorboard_dir) files["tensorboard"] = *options.tensorboard_dir;
   nlohmann::json validations = nlohmann::json::array();
   for (const auto& v : record.validations) {
-    validations.push_back({{"step", v.step}, {"loss", v.loss}, {"perplexity", std::exp(v.loss)}});
+    validations.push_back(
+        {{"step", v.step + 1}, {"loss", v.loss}, {"perplexity", std::exp(v.loss)}});
   }
   nlohmann::json summary{{"format", kTrainingFormat},
                          {"tokens_per_step", options.tokens_per_step},
-                         {"first_step", record.first_step},
+                         {"first_step", record.first_step + 1},
                          {"steps_done", record.steps_done},
                          {"steps", steps},
                          {"validation", validations},
                          {"files", files}};
   if (!options.precision.empty()) summary["precision"] = options.precision;
   if (!options.recomputation.empty()) summary["recomputation"] = options.recomputation;
-  if (record.measured_timeline) summary["traced_step"] = record.traced_step;
-  if (record.measured_steps) summary["first_traced_step"] = record.first_traced_step;
+  if (record.measured_timeline) summary["traced_step"] = record.traced_step + 1;
+  if (record.measured_steps) summary["first_traced_step"] = record.first_traced_step + 1;
   if (!prediction.is_null()) summary["prediction"] = std::move(prediction);
   return summary;
 }

@@ -73,7 +73,7 @@ void write_logits_file(const std::string& dir, int rank, int64_t step,
         bytes_of<int64_t>(all_targets)},
        {"logits", weights::TensorDtype::kF32, all_logits.sizes().vec(),
         bytes_of<float>(all_logits)}},
-      {{"format", kLogitsFormat}, {"step", std::to_string(step)}});
+      {{"format", kLogitsFormat}, {"step", std::to_string(step + 1)}});  // from 1, as printed
 }
 
 }  // namespace hyperpipe::runtime

@@ -26,7 +26,7 @@ void require_no_earlier_logits(const std::string& dir);
 
 // Writes `rows` (a process's micro-batches, any order) as its file, whole or not at all:
 // "sample" I64 [n], "input_ids" and "targets" I64 [n, seq], "logits" F32 [n, seq, vocab], rows in
-// ascending place; the step in the metadata.
+// ascending place; the step in the metadata, counted from 1 (`step` is the trainer's, from 0).
 void write_logits_file(const std::string& dir, int rank, int64_t step,
                        const std::vector<LogitRows>& rows);
 

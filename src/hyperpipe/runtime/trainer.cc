@@ -160,6 +160,7 @@ trace::Timeline gather_timeline(Communicator& communicator, const RankLayout& la
         other.dp_index, other.tp > 1 ? fmt::format(" tp {}", other.tp_index) : "",
         cluster.device_type(other.device).name);
     track.devices = {other.device};
+    track.pipeline = other.pipeline;
     timeline.tracks.push_back(std::move(track));
   }
   return timeline;

@@ -422,6 +422,7 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
     const auto& pipeline = plan.pipeline(p);
     for (int r = 0; r < pipeline.ranks(); ++r) {
       tracks[result.first_rank[p] + r].devices = pipeline.stages[r].devices;
+      tracks[result.first_rank[p] + r].pipeline = p;
     }
   }
 

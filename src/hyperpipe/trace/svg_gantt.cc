@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
+#include <tuple>
 
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/trace/text_width.h"
@@ -72,32 +75,36 @@ constexpr Style kOther{"", "#bab0ac", "other"};
 // collective of every rank until the last of them arrives (the rest of its bar).
 constexpr Style kWaiting{"wait", "#7f7f7f",
                          "waiting for peers (a receive, a collective until all arrive)"};
-// Collectives every rank of a run joins: on a timeline whose tracks share a clock (the
-// simulator's; a run's, whose processes start each step together after the step boundary's
-// all-reduce), one cannot run before its last rank arrives.
-constexpr const char* kEveryRankCollectives[] = {"global norm"};
+// Collectives whose members a timeline tells apart: the global norm joins every rank, the
+// tied embedding's sum the first and last stages of one pipeline (each of a plan's
+// pipelines side by side sums its own; a pipeline's tp shards form one group per shard,
+// but the tp sums inside every layer keep them in step, so one arrival stands for them).
+// On a timeline whose tracks share a clock (the simulator's; a run's, whose processes
+// start each step together after the step boundary's all-reduce), such a collective cannot
+// run before its last member arrives. The scope of a track's membership: kEveryRank, or
+// its pipeline; nullopt for any other op.
+constexpr int kEveryRank = -1;
+std::optional<int> collective_scope(const std::string& op, const Track& track) {
+  if (op == "global norm") return kEveryRank;
+  if (op == "tied embedding") return track.pipeline;
+  return std::nullopt;
+}
 
 bool is_wait(const std::string& op) {
   return op.rfind("wait", 0) == 0;
 }
 
-bool is_every_rank_collective(const std::string& op) {
-  for (const char* name : kEveryRankCollectives) {
-    if (op == name) return true;
-  }
-  return false;
-}
-
-// When each occurrence of an every-rank collective could begin: the latest start of its
-// k-th interval over the tracks, by op and k.
-using Arrivals = std::map<std::pair<std::string, size_t>, double>;
+// When each occurrence of such a collective could begin: the latest start of its k-th
+// interval over its members' tracks, by op, scope and k.
+using Arrivals = std::map<std::tuple<std::string, int, size_t>, double>;
 Arrivals last_arrivals(const Timeline& timeline) {
   Arrivals latest;
   for (const auto& track : timeline.tracks) {
     std::map<std::string, size_t> seen;
     for (const auto& i : track.communication) {
-      if (!is_every_rank_collective(i.op)) continue;
-      const auto key = std::pair{i.op, seen[i.op]++};
+      const auto scope = collective_scope(i.op, track);
+      if (!scope) continue;
+      const auto key = std::tuple{i.op, *scope, seen[i.op]++};
       const auto found = latest.find(key);
       latest[key] = found == latest.end() ? i.start : std::max(found->second, i.start);
     }
@@ -180,7 +187,7 @@ std::vector<LegendItem> legend_of(const std::vector<SvgSection>& sections) {
       for (const auto* intervals : {&track.compute, &track.communication}) {
         for (const auto& i : *intervals) {
           present.insert(i.op);
-          waiting = waiting || is_wait(i.op) || is_every_rank_collective(i.op);
+          waiting = waiting || is_wait(i.op) || collective_scope(i.op, track).has_value();
           if (&style_of(i.op) == &kOther && !is_wait(i.op)) others.insert(i.op);
         }
       }
@@ -287,11 +294,11 @@ void draw_track(std::string& svg, const Track& track, double top, double label_r
       continue;
     }
     double begins = i.start;  // the op itself, after any wait for the last rank
-    if (is_every_rank_collective(i.op)) {
-      const auto arrived = arrivals.find({i.op, seen[i.op]++});
+    if (const auto scope = collective_scope(i.op, track)) {
+      const auto arrived = arrivals.find({i.op, *scope, seen[i.op]++});
       if (arrived != arrivals.end()) begins = std::clamp(arrived->second, i.start, i.end);
     }
-    if (begins > i.start) lane(i.start, begins, kWaiting.colour, "waiting for every rank: " + what);
+    if (begins > i.start) lane(i.start, begins, kWaiting.colour, "waiting for its peers: " + what);
     lane(begins, i.end, style_of(i.op).colour, what);
   }
 }

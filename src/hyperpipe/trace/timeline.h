@@ -44,6 +44,8 @@ struct Track {
   // Predicted: what the samples' bytes handed out by the allocator are multiplied by (its
   // reserve, cost/device_memory.h), so a comparison takes the model's activations back out.
   double allocator_ratio = 1;
+  // Which of a plan's pipelines side by side (replicas) the track runs in.
+  int pipeline = 0;
 };
 
 struct Timeline {
