@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -138,6 +139,50 @@ TEST_P(SearchMatchesBruteForce, WithTheStageCountOrTheRecomputationFixed) {
       }
     }
   }
+}
+
+// Runners-up wanted only within a margin of the best: the search drops partial pipelines
+// that cannot finish within it, and keeps every runner-up the unlimited search finds
+// within it, the same pipelines with the same objectives; every order's best is unchanged.
+TEST_P(SearchMatchesBruteForce, ARunnerUpMarginKeepsEveryRunnerUpWithinIt) {
+  std::mt19937 rng(GetParam());
+  constexpr double kMargin = 1.25;
+  int compared = 0;
+  for (const auto& counts : std::vector<std::vector<int>>{{2, 2}, {1, 1, 1}, {2, 1, 3}, {4, 4}}) {
+    for (int layers : {5, 8}) {
+      const FakeOracle oracle = FakeOracle::random(rng, layers, counts);
+      for (int m : {1, 4, 16}) {
+        SearchOptions every{m, 32};
+        every.keep = 2;
+        SearchOptions within = every;
+        within.runner_up_margin = kMargin;
+        std::vector<Pipeline> all_runners_up, kept_runners_up;
+        const auto best = search_pipelines(oracle, every, &all_runners_up);
+        const auto same_best = search_pipelines(oracle, within, &kept_runners_up);
+        ASSERT_EQ(best.size(), same_best.size());
+        for (size_t i = 0; i < best.size(); ++i) {
+          EXPECT_EQ(best[i].objective, same_best[i].objective);
+          EXPECT_EQ(best[i].order, same_best[i].order);
+        }
+        if (best.empty()) continue;
+        const double limit = kMargin * best.front().objective;
+        for (const auto& runner_up : all_runners_up) {
+          if (runner_up.objective > limit) continue;
+          ++compared;
+          const auto found = std::find_if(kept_runners_up.begin(), kept_runners_up.end(),
+                                          [&](const Pipeline& kept) {
+                                            return kept.order == runner_up.order &&
+                                                   kept.stages.size() == runner_up.stages.size() &&
+                                                   kept.objective == runner_up.objective;
+                                          });
+          EXPECT_NE(found, kept_runners_up.end())
+              << "seed " << GetParam() << ": a runner-up of " << runner_up.stages.size()
+              << " stages within the margin was dropped";
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 0);  // the instances have runners-up within the margin to compare
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, SearchMatchesBruteForce, ::testing::Values(1, 2, 3, 4));

@@ -47,6 +47,7 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
     search.recompute = options.recompute;
     search.keep = options.keep;
     search.per_order = options.every_order;
+    search.runner_up_margin = options.runner_up_margin;
     return search;
   };
   auto& found = result.candidates;

@@ -41,6 +41,8 @@ struct CandidateOptions {
   std::optional<model::Recompute> recompute = std::nullopt;  // every stage this one (unset: least)
   int keep = 3;              // exact best pipelines wanted over all sizes
   bool every_order = false;  // every class order's best, no pruning across orders
+  // Runners-up only within this factor of the best (SearchOptions::runner_up_margin).
+  double runner_up_margin = std::numeric_limits<double>::infinity();
 };
 
 CandidateSearch search_candidates(const cost::CostModel& costs,

@@ -220,6 +220,8 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   options.recompute = request.space.recompute;
   options.keep = kRescoredCandidates;
   options.every_order = request.every_order;
+  // The first pass re-scores runners-up only within kRescoreMargin of the best objective.
+  options.runner_up_margin = kRescoreMargin;
   std::vector<CandidateSearch> searches;
   const auto values = [&](bool same, int fixed, int Shape::*degree) {
     if (fixed != 0) return std::vector<int>{fixed};

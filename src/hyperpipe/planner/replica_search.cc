@@ -80,6 +80,7 @@ class GroupSearch {
     candidate_options.max_tp = options_.space.max_tp;
     candidate_options.recompute = options_.space.recompute;
     candidate_options.keep = 1;
+    candidate_options.runner_up_margin = 1;  // only the best is used here
     const CandidateSearch search = search_candidates(costs_, classes_, candidate_options);
     for (const auto& candidate : search.candidates) {
       try {

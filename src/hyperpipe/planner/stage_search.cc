@@ -110,11 +110,13 @@ class Dp {
     row_words_ = (static_cast<size_t>(max_used_ + 1) * (max_stages_ + 1) + 63) / 64;
   }
 
-  // Runs the DP with every τ and λ at most `bound`; returns the index of the best cell
+  // Runs the DP with every τ and λ at most `bound` and every Σ at most `cap` (a partial
+  // pipeline's Σ only grows as stages are added); returns the index of the best cell
   // covering the whole chain, or -1.
-  int run(double bound) {
+  int run(double bound, double cap = kInfinity) {
     ++run_;  // every cell written by an earlier run is now empty, without touching it
     bound_ = bound;
+    cap_ = cap;
     const int last = static_cast<int>(order_.size()) - 1;
     place_stage(-1, -1, last, 0, 0, layers_);
     for (int e = layers_ - 1; e >= 1; --e) {
@@ -179,22 +181,19 @@ class Dp {
 
   std::vector<StageChoice> stages_from(int at) const {
     std::vector<StageChoice> stages;
-    const int classes = static_cast<int>(order_.size());
-    const int per_layer = classes * (max_used_ + 1) * (max_stages_ + 1);
     for (; at >= 0; at = cells_[at].next) {
       const Cell& cell = cells_[at];
       StageChoice stage;
-      stage.first = at / per_layer;
-      stage.cls = order_[(at % per_layer) / ((max_used_ + 1) * (max_stages_ + 1))];
-      stage.end = cell.next < 0 ? layers_ : cell.next / per_layer;
+      stage.first = layer_of(at);
+      stage.cls = order_[position_of(at)];
+      stage.end = cell.next < 0 ? layers_ : layer_of(cell.next);
       stage.shape = cell.shape;
       stage.recompute = static_cast<model::Recompute>(cell.recompute);
       stage.time =
           oracle_.stage_time(stage.cls, stage.shape, stage.first, stage.end, stage.recompute) +
           per_micro_batch_ * oracle_.epilogue_time(stage.cls, stage.shape, stage.first, stage.end);
       if (cell.next >= 0) {
-        const int next_cls =
-            order_[(cell.next % per_layer) / ((max_used_ + 1) * (max_stages_ + 1))];
+        const int next_cls = order_[position_of(cell.next)];
         stage.link_after = oracle_.link_time(stage.cls, stage.shape, next_cls, stage.end);
       }
       stages.push_back(stage);
@@ -208,9 +207,14 @@ class Dp {
 
   int row_index(int e, int k) const { return e * static_cast<int>(order_.size()) + k; }
 
+  // The first layer innermost: placing a stage walks its first layer down one by one with
+  // the rest fixed, so its writes go to neighbouring cells.
   int index(int e, int k, int u, int j) const {
-    return ((e * static_cast<int>(order_.size()) + k) * (max_used_ + 1) + u) * (max_stages_ + 1) +
-           j;
+    return ((k * (max_used_ + 1) + u) * (max_stages_ + 1) + j) * (layers_ + 1) + e;
+  }
+  int layer_of(int at) const { return at % (layers_ + 1); }
+  int position_of(int at) const {
+    return at / ((max_used_ + 1) * (max_stages_ + 1) * (layers_ + 1));
   }
 
   static bool better(const Cell& candidate, const Cell* incumbent) {
@@ -271,6 +275,7 @@ class Dp {
       if (time > bound_) break;  // nor will they be faster
       Cell candidate;
       candidate.value = rest_value + time + 2 * link;
+      if (candidate.value > cap_) break;  // nor will they be smaller
       candidate.worst = std::max({rest_worst, time, link});
       candidate.next = from;
       candidate.shape = static_cast<int16_t>(g);
@@ -308,6 +313,7 @@ class Dp {
   int first_option_ = 0;
   int end_option_ = static_cast<int>(std::size(kRecomputeOptions));
   double bound_ = kInfinity;
+  double cap_ = kInfinity;
   // A stage's epilogue counts as 1/m of it per micro-batch: the iteration is about
   // m · (τ + E/m) on the slowest stage (stage_search.h).
   double per_micro_batch_;
@@ -475,8 +481,17 @@ std::vector<Pipeline> search(const Oracle& oracle, const SearchOptions& options,
     std::optional<Pipeline> best;
     std::vector<std::optional<Pipeline>> best_of_count(runners_up ? dp.max_stages() + 1 : 0);
     double bound = m1 > 0 ? widest : kInfinity;
+    // Any pipeline completing a partial one has Σ at least the partial one's and a
+    // bottleneck at least the floor: only a Σ under the cap can still beat the order's best
+    // so far and come under prune_above, the two things a pipeline must do to be kept (or,
+    // for runners-up, come within their margin of that). So every order's best is what it
+    // was without the cap, and every runner-up within the margin.
+    const auto value_cap = [&]() {
+      const double beat = std::min(best ? best->objective : kInfinity, options.prune_above);
+      return (runners_up ? options.runner_up_margin : 1.0) * beat - tail - m1 * floor;
+    };
     while (bound >= floor) {
-      const int at = dp.run(bound);
+      const int at = dp.run(bound, value_cap());
       if (at < 0) break;
       for (int j = 1; j < static_cast<int>(best_of_count.size()); ++j) {
         const int of_count = dp.best_with_stages(j);

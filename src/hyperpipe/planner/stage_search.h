@@ -65,6 +65,10 @@ struct SearchOptions {
   // Search only the first this many orders, fastest classes first (0: all). A quick probe
   // whose result bounds a full search.
   int max_orders = 0;
+  // Runners-up (search_pipelines' `runners_up`) are wanted only within this factor of the
+  // objective to beat; a partial pipeline that cannot finish within it is dropped early
+  // (infinity: every runner-up met, as without the factor).
+  double runner_up_margin = std::numeric_limits<double>::infinity();
 };
 
 // The best pipeline of each class order that was not pruned, best first: the first
