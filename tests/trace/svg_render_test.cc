@@ -366,21 +366,26 @@ TEST(SvgRender, AWaitInsideACollectiveIsDrawnAsWaiting) {
   EXPECT_GT(wait.right - wait.left, 8 * (norm.right - norm.left));
 }
 
+// A track that computes until `arrives`, then joins collective `op` until 1 s; its stage
+// names it in the bars' titles.
+Track arriving_at(const std::string& op, int pipeline, int group, int stage, double arrives) {
+  Track t{"stage " + std::to_string(stage), {stage}, {}, {}, {}, {}};
+  t.pipeline = pipeline;
+  t.group = group;
+  t.compute = {{"F", stage, 0, 0, 0.0, arrives}};
+  t.communication = {{op, stage, -1, 0, arrives, 1.0}};
+  return t;
+}
+
 // The tied embedding's sum joins the first and last stages of one pipeline: the stage that
 // arrives first waits for its pipeline's other end, not for another pipeline's.
 TEST(SvgRender, ATiedEmbeddingSumWaitsForItsOwnPipelinesOtherEnd) {
   Timeline timeline;
   timeline.title = "tied embedding sums";
-  const auto track = [](const std::string& name, int pipeline, int stage, double arrives) {
-    Track t{name, {stage}, {}, {}, {}, {}};
-    t.pipeline = pipeline;
-    t.compute = {{"F", stage, 0, 0, 0.0, arrives}};
-    t.communication = {{"tied embedding", stage, -1, 0, arrives, 1.0}};
-    return t;
-  };
+  const std::string op = "tied embedding";
   // Pipeline 0's ends arrive at 0.2 and 0.8 s; pipeline 1's at 0.3 and 0.35 s.
-  timeline.tracks = {track("p0 first", 0, 0, 0.2), track("p0 last", 0, 1, 0.8),
-                     track("p1 first", 1, 2, 0.3), track("p1 last", 1, 3, 0.35)};
+  timeline.tracks = {arriving_at(op, 0, 0, 0, 0.2), arriving_at(op, 0, 1, 1, 0.8),
+                     arriving_at(op, 1, 0, 2, 0.3), arriving_at(op, 1, 1, 3, 0.35)};
   const std::string svg = svg_gantt(timeline, {1000});
   const Box p0_wait = rect_of(svg, "<title>waiting for its peers: tied embedding -1 stage 0");
   const Box p1_wait = rect_of(svg, "<title>waiting for its peers: tied embedding -1 stage 2");
@@ -394,6 +399,25 @@ TEST(SvgRender, ATiedEmbeddingSumWaitsForItsOwnPipelinesOtherEnd) {
   // The last to arrive does not wait.
   EXPECT_EQ(svg.find("<title>waiting for its peers: tied embedding -1 stage 1"), std::string::npos);
   EXPECT_EQ(svg.find("<title>waiting for its peers: tied embedding -1 stage 3"), std::string::npos);
+}
+
+// A gradient all-reduce joins the data-parallel ranks of one device group: the rank that
+// arrives first waits for its group's last, not for another group's.
+TEST(SvgRender, AnAllReduceWaitsForItsOwnGroupsLastRank) {
+  Timeline timeline;
+  timeline.title = "all-reduces";
+  const std::string op = "allreduce";
+  // Group 0's two data-parallel ranks arrive at 0.2 and 0.7 s; group 1's one rank at 0.3 s.
+  timeline.tracks = {arriving_at(op, 0, 0, 0, 0.2), arriving_at(op, 0, 0, 1, 0.7),
+                     arriving_at(op, 0, 1, 2, 0.3)};
+  const std::string svg = svg_gantt(timeline, {1000});
+  const Box wait = rect_of(svg, "<title>waiting for its peers: allreduce -1 stage 0");
+  const Box sum = rect_of(svg, "<title>allreduce -1 stage 0");
+  const Box other = rect_of(svg, "<title>allreduce -1 stage 2");
+  EXPECT_NEAR(wait.right, sum.left, 1);
+  EXPECT_LT(other.left, sum.left);  // group 1 sums as soon as its one rank is there
+  EXPECT_EQ(svg.find("<title>waiting for its peers: allreduce -1 stage 1"), std::string::npos);
+  EXPECT_EQ(svg.find("<title>waiting for its peers: allreduce -1 stage 2"), std::string::npos);
 }
 
 // The layout's text widths are never below what the renderer draws, or labels would be

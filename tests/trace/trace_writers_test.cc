@@ -178,17 +178,20 @@ TEST(SvgGantt, ALongRunWidensTheChart) {
   EXPECT_GT(std::stod(canvas[1]), kOps * kMinPixelsPerOp);
 }
 
-// A track's pipeline goes through the timeline file (a chart drawn by `compare` from files
-// tells each pipeline's collectives apart by it); the first pipeline's is left implicit.
-TEST(TimelineJson, ATracksPipelineIsKept) {
+// A track's pipeline and device group go through the timeline file (a chart drawn by
+// `compare` from files tells collectives apart by them); zeros are left implicit.
+TEST(TimelineJson, ATracksPipelineAndGroupAreKept) {
   Track second{"pipeline 1, stage 0", {3}, {}, {}, {}, {}};
   second.pipeline = 1;
+  second.group = 2;
   second.communication = {{"tied embedding", 0, -1, 0, 0.5, 0.6}};
   const auto json = track_to_json(second);
   EXPECT_EQ(json.at("pipeline"), 1);
   EXPECT_EQ(track_from_json(json).pipeline, 1);
+  EXPECT_EQ(track_from_json(json).group, 2);
   Track first{"stage 0", {0}, {}, {}, {}, {}};
   EXPECT_FALSE(track_to_json(first).contains("pipeline"));
+  EXPECT_FALSE(track_to_json(first).contains("group"));
   EXPECT_EQ(track_from_json(track_to_json(first)).pipeline, 0);
 }
 

@@ -161,6 +161,7 @@ trace::Timeline gather_timeline(Communicator& communicator, const RankLayout& la
         cluster.device_type(other.device).name);
     track.devices = {other.device};
     track.pipeline = other.pipeline;
+    track.group = other.group;
     timeline.tracks.push_back(std::move(track));
   }
   return timeline;

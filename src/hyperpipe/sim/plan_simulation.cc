@@ -423,6 +423,7 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
     for (int r = 0; r < pipeline.ranks(); ++r) {
       tracks[result.first_rank[p] + r].devices = pipeline.stages[r].devices;
       tracks[result.first_rank[p] + r].pipeline = p;
+      tracks[result.first_rank[p] + r].group = r;
     }
   }
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/trace/text_width.h"
@@ -75,18 +76,22 @@ constexpr Style kOther{"", "#bab0ac", "other"};
 // collective of every rank until the last of them arrives (the rest of its bar).
 constexpr Style kWaiting{"wait", "#7f7f7f",
                          "waiting for peers (a receive, a collective until all arrive)"};
-// Collectives whose members a timeline tells apart: the global norm joins every rank, the
+// Collectives whose members a timeline tells apart: the global norm joins every rank; the
 // tied embedding's sum the first and last stages of one pipeline (each of a plan's
-// pipelines side by side sums its own; a pipeline's tp shards form one group per shard,
-// but the tp sums inside every layer keep them in step, so one arrival stands for them).
-// On a timeline whose tracks share a clock (the simulator's; a run's, whose processes
-// start each step together after the step boundary's all-reduce), such a collective cannot
-// run before its last member arrives. The scope of a track's membership: kEveryRank, or
-// its pipeline; nullopt for any other op.
+// pipelines side by side sums its own); a gradient all-reduce the data-parallel ranks of
+// one device group. (A tied-embedding sum or an all-reduce forms one group per tp shard,
+// but the tp sums inside every layer keep the shards in step, so one arrival stands for
+// them.) On a timeline whose tracks share a clock (the simulator's; a run's, whose
+// processes start each step together after the step boundary's all-reduce), such a
+// collective cannot run before its last member arrives. A track's scope for the op:
+// (pipeline, group), kEveryRank standing for any; nullopt for any other op. The sum across
+// pipelines joins ranks of several groups that the timeline does not pair: drawn whole.
 constexpr int kEveryRank = -1;
-std::optional<int> collective_scope(const std::string& op, const Track& track) {
-  if (op == "global norm") return kEveryRank;
-  if (op == "tied embedding") return track.pipeline;
+using Scope = std::pair<int, int>;
+std::optional<Scope> collective_scope(const std::string& op, const Track& track) {
+  if (op == "global norm") return Scope{kEveryRank, kEveryRank};
+  if (op == "tied embedding") return Scope{track.pipeline, kEveryRank};
+  if (op == "allreduce") return Scope{track.pipeline, track.group};
   return std::nullopt;
 }
 
@@ -96,7 +101,7 @@ bool is_wait(const std::string& op) {
 
 // When each occurrence of such a collective could begin: the latest start of its k-th
 // interval over its members' tracks, by op, scope and k.
-using Arrivals = std::map<std::tuple<std::string, int, size_t>, double>;
+using Arrivals = std::map<std::tuple<std::string, Scope, size_t>, double>;
 Arrivals last_arrivals(const Timeline& timeline) {
   Arrivals latest;
   for (const auto& track : timeline.tracks) {

@@ -44,8 +44,10 @@ struct Track {
   // Predicted: what the samples' bytes handed out by the allocator are multiplied by (its
   // reserve, cost/device_memory.h), so a comparison takes the model's activations back out.
   double allocator_ratio = 1;
-  // Which of a plan's pipelines side by side (replicas) the track runs in.
+  // Which of a plan's pipelines side by side (replicas) the track runs in, and which of
+  // that pipeline's device groups (its rank in the pipeline's schedule).
   int pipeline = 0;
+  int group = 0;
 };
 
 struct Timeline {

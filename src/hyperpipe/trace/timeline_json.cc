@@ -33,6 +33,7 @@ nlohmann::json track_to_json(const Track& track) {
                       {"communication", intervals_to_json(track.communication)},
                       {"memory", memory}};
   if (track.pipeline != 0) json["pipeline"] = track.pipeline;
+  if (track.group != 0) json["group"] = track.group;
   if (!track.ops.empty()) json["ops"] = track.ops;
   if (track.static_bytes > 0) json["static_bytes"] = track.static_bytes;
   if (track.device_peak_bytes > 0) json["device_peak_bytes"] = track.device_peak_bytes;
@@ -50,6 +51,7 @@ Track track_from_json(const nlohmann::json& json) {
     track.memory.push_back({sample.at(0).get<double>(), sample.at(1).get<double>()});
   }
   if (json.contains("pipeline")) track.pipeline = json.at("pipeline").get<int>();
+  if (json.contains("group")) track.group = json.at("group").get<int>();
   if (json.contains("ops")) track.ops = json.at("ops").get<std::vector<std::string>>();
   if (json.contains("static_bytes")) track.static_bytes = json.at("static_bytes").get<double>();
   if (json.contains("allocator_ratio")) {
