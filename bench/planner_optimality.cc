@@ -4,6 +4,7 @@
 // Prints, per instance, the planner's simulated iteration, the best the enumeration found
 // and the gap, then the distribution. Usage:
 //   build/bench/planner_optimality [--time-limit SECONDS] [--filter TEXT] [--show 1]
+//                                  [--log-level debug]
 // (--show 1: both plans of an instance with a gap, stage by stage, to see what was missed.)
 // An instance whose enumeration hits the time limit is reported as incomplete: its gap is
 // then only a lower bound.
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/common/log.h"
 #include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/plan/plan.h"
@@ -76,15 +78,15 @@ model::Model make_model(const ModelShape& shape) {
   return model::Model(model::read_model_yaml(YamlField::load_string(yaml, shape.name)));
 }
 
-// "4 stages, micro-batch 2, zb-h1: 8×1 [0, 3) | …" for the plans --show prints.
-std::string layout(const planner::ScoredPlan& scored) {
+// "4 stages, micro-batch 2, zb-h1: A100-80GB 8×1 [0, 3) none …" for the plans --show prints.
+std::string layout(const cluster::Cluster& cluster, const planner::ScoredPlan& scored) {
   const plan::Plan& p = scored.plan;
   std::string text = fmt::format("{} stages, micro-batch {}, {}{}:", p.stages.size(),
                                  p.micro_batch_size, schedule::to_string(p.schedule),
                                  p.chunks > 1 ? fmt::format(" ({} chunks)", p.chunks) : "");
   for (const auto& stage : p.stages) {
-    text += fmt::format(" {}×{} {} {}", stage.dp, stage.tp,
-                        plan::format_layers(stage.first_layer, stage.end_layer),
+    text += fmt::format(" {} {}×{} {} {}", cluster.device_type(stage.devices.front()).name,
+                        stage.dp, stage.tp, plan::format_layers(stage.first_layer, stage.end_layer),
                         model::to_string(stage.recompute));
   }
   return text;
@@ -108,6 +110,11 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--show") == 0) show = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--time-limit") == 0) time_limit = std::atof(argv[i + 1]);
     if (std::strcmp(argv[i], "--filter") == 0) filter = argv[i + 1];
+    // --log-level debug: the planner's candidates, as it scores them.
+    if (std::strcmp(argv[i], "--log-level") == 0 && !set_log_level(argv[i + 1])) {
+      fmt::print(stderr, "planner_optimality: unknown --log-level '{}'\n", argv[i + 1]);
+      return 2;
+    }
   }
   const std::vector<Instance> instances = {
       {"8xA100 (2 nodes of 4)", {{"A100-80GB", 2, 4, 0}}},
@@ -153,8 +160,8 @@ int main(int argc, char** argv) {
                  shape.name, 1e3 * outcome.planned, 1e3 * outcome.best, 100 * outcome.gap,
                  judged.layouts, judged.seconds, judged.complete ? "" : " (incomplete)");
       if (show && judged.best && outcome.gap > 1e-9) {
-        fmt::print("  planner:    {}\n  exhaustive: {}\n", layout(planned.best),
-                   layout(*judged.best));
+        fmt::print("  planner:    {}\n  exhaustive: {}\n", layout(cluster, planned.best),
+                   layout(cluster, *judged.best));
       }
       std::fflush(stdout);
       outcomes.push_back(outcome);

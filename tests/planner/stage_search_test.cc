@@ -185,6 +185,90 @@ TEST_P(SearchMatchesBruteForce, ARunnerUpMarginKeepsEveryRunnerUpWithinIt) {
   EXPECT_GT(compared, 0);  // the instances have runners-up within the margin to compare
 }
 
+// Alternatives (other arrangements the sweep met) add to the search's answer and change
+// nothing in it: the same best pipelines and runners-up with or without them. Each is a
+// pipeline of the space (every layer once, in order; each class's stages together, within
+// its devices; every stage fitting with 1F1B's in-flight micro-batches), scored by the
+// objective of its own stages, within the margin of its order's best, and none repeats
+// its order's best, a runner-up or another alternative.
+TEST_P(SearchMatchesBruteForce, AlternativesAreOtherValidPipelinesWithinTheMargin) {
+  std::mt19937 rng(GetParam());
+  constexpr double kMargin = 1.25;
+  const auto same_layout = [](const Pipeline& a, const Pipeline& b) {
+    return a.order == b.order &&
+           std::equal(a.stages.begin(), a.stages.end(), b.stages.begin(), b.stages.end(),
+                      [](const StageChoice& x, const StageChoice& y) {
+                        return x.cls == y.cls && x.shape == y.shape && x.first == y.first &&
+                               x.end == y.end && x.recompute == y.recompute;
+                      });
+  };
+  int checked = 0;
+  for (const auto& counts : std::vector<std::vector<int>>{{4}, {2, 2}, {2, 1, 3}, {4, 4}}) {
+    for (int layers : {5, 8}) {
+      const FakeOracle oracle = FakeOracle::random(rng, layers, counts);
+      for (int m : {4, 16}) {
+        SearchOptions options{m, 32};
+        options.keep = 2;
+        options.runner_up_margin = kMargin;
+        std::vector<Pipeline> runners_up, with_runners_up, alternatives;
+        const auto best = search_pipelines(oracle, options, &runners_up);
+        const auto same_best = search_pipelines(oracle, options, &with_runners_up, &alternatives);
+        ASSERT_EQ(best.size(), same_best.size());
+        for (size_t i = 0; i < best.size(); ++i) EXPECT_TRUE(same_layout(best[i], same_best[i]));
+        ASSERT_EQ(runners_up.size(), with_runners_up.size());
+        for (size_t i = 0; i < runners_up.size(); ++i) {
+          EXPECT_TRUE(same_layout(runners_up[i], with_runners_up[i]));
+        }
+        for (size_t a = 0; a < alternatives.size(); ++a) {
+          const Pipeline& alternative = alternatives[a];
+          const std::string where =
+              fmt::format("seed {} layers {} m {} alternative {}", GetParam(), layers, m, a);
+          ++checked;
+          const auto order_best = std::find_if(best.begin(), best.end(), [&](const Pipeline& p) {
+            return p.order == alternative.order;
+          });
+          ASSERT_NE(order_best, best.end()) << where << ": of an order with no best";
+          EXPECT_LE(alternative.objective, kMargin * order_best->objective * (1 + 1e-12)) << where;
+          EXPECT_FALSE(same_layout(alternative, *order_best)) << where;
+          for (const auto& runner_up : runners_up) {
+            EXPECT_FALSE(same_layout(alternative, runner_up)) << where;
+          }
+          for (size_t b = 0; b < a; ++b) {
+            EXPECT_FALSE(same_layout(alternative, alternatives[b])) << where;
+          }
+          EXPECT_NEAR(objective(alternative.stages, m), alternative.objective,
+                      1e-9 * alternative.objective)
+              << where;
+          // A pipeline of the space.
+          const int count = static_cast<int>(alternative.stages.size());
+          std::vector<int> used(oracle.num_classes(), 0);
+          size_t in_order = 0;
+          int next_layer = 0;
+          for (int s = 0; s < count; ++s) {
+            const StageChoice& stage = alternative.stages[s];
+            EXPECT_EQ(stage.first, next_layer) << where;
+            EXPECT_LT(stage.first, stage.end) << where;
+            next_layer = stage.end;
+            if (stage.cls != alternative.order[in_order]) ++in_order;
+            ASSERT_LT(in_order, alternative.order.size()) << where;
+            EXPECT_EQ(stage.cls, alternative.order[in_order]) << where;
+            used[stage.cls] += oracle.shapes(stage.cls)[stage.shape].size();
+            EXPECT_TRUE(oracle.fits(stage.cls, stage.shape, stage.first, stage.end, stage.recompute,
+                                    std::min(count - s, m)))
+                << where << ": stage " << s;
+          }
+          EXPECT_EQ(next_layer, layers) << where;
+          EXPECT_EQ(in_order + 1, alternative.order.size()) << where;
+          for (int c = 0; c < oracle.num_classes(); ++c) {
+            EXPECT_LE(used[c], oracle.class_size(c)) << where;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);  // the instances have alternatives to check
+}
+
 INSTANTIATE_TEST_SUITE_P(Seeds, SearchMatchesBruteForce, ::testing::Values(1, 2, 3, 4));
 
 TEST(StageSearch, FasterClassGetsMoreLayers) {

@@ -92,15 +92,20 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
       if (size.bound >= search.prune_above) continue;
     }
     std::vector<Pipeline> runners_up;
-    for (auto& pipeline : search_pipelines(*size.oracle, search, &runners_up)) {
+    std::vector<Pipeline> alternatives;
+    for (auto& pipeline : search_pipelines(*size.oracle, search, &runners_up,
+                                           options.alternatives ? &alternatives : nullptr)) {
       if (seen(size.micro_batch, pipeline.order)) continue;  // the probe's, already kept
       found.push_back({std::move(pipeline), size.micro_batch});
     }
     for (auto& pipeline : runners_up) {
       result.runners_up.push_back({std::move(pipeline), size.micro_batch});
     }
+    for (auto& pipeline : alternatives) {
+      result.alternatives.push_back({std::move(pipeline), size.micro_batch});
+    }
   }
-  for (auto* list : {&result.candidates, &result.runners_up}) {
+  for (auto* list : {&result.candidates, &result.runners_up, &result.alternatives}) {
     std::stable_sort(list->begin(), list->end(), [](const Candidate& a, const Candidate& b) {
       return a.pipeline.objective < b.pipeline.objective;
     });

@@ -24,6 +24,8 @@ struct CandidateSearch {
   std::vector<Candidate> candidates;  // best objective first
   // Other stage counts' best pipelines met by the searches (search_pipelines), best first.
   std::vector<Candidate> runners_up;
+  // With CandidateOptions::alternatives: other arrangements the searches met, best first.
+  std::vector<Candidate> alternatives;
   // The shapes each micro-batch size's search used, per class (pipelines index them).
   std::map<int64_t, std::vector<std::vector<Shape>>> shapes;
   double seconds = 0;
@@ -43,6 +45,7 @@ struct CandidateOptions {
   bool every_order = false;  // every class order's best, no pruning across orders
   // Runners-up only within this factor of the best (SearchOptions::runner_up_margin).
   double runner_up_margin = std::numeric_limits<double>::infinity();
+  bool alternatives = false;  // also collect search_pipelines' alternatives
 };
 
 CandidateSearch search_candidates(const cost::CostModel& costs,

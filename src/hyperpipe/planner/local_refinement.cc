@@ -134,15 +134,42 @@ class Refinement {
         try_move(std::move(moved), {s, s + 1});
       }
     }
-    if (!best_) return false;
-    current_ = std::move(*best_);
-    best_.reset();
-    return true;
+    return commit();
+  }
+
+  // The best improving merge, if any: two neighbouring groups of one GPU type as one,
+  // holding both their layers (fewer, larger stages wait on fewer round trips over a slow
+  // link, which the stage search's objective does not see). Not interleaved plans: their
+  // chunks would have to be cut anew.
+  bool merge_step() {
+    const plan::Plan& plan = current_.plan;
+    const int ranks = plan.ranks();
+    for (int r = 0; plan.chunks == 1 && r + 1 < ranks; ++r) {
+      const auto& cluster = costs_.cluster();
+      if (cluster.device_type(plan.stages[r].devices.front()).name !=
+          cluster.device_type(plan.stages[r + 1].devices.front()).name) {
+        continue;
+      }
+      std::vector<int> tps{plan.stages[r].tp};
+      if (plan.stages[r + 1].tp != tps.front()) tps.push_back(plan.stages[r + 1].tp);
+      for (int tp : tps) {
+        plan::Plan moved = plan;
+        auto& merged = moved.stages[r];
+        const auto& next = plan.stages[r + 1];
+        merged.devices.insert(merged.devices.end(), next.devices.begin(), next.devices.end());
+        merged.end_layer = next.end_layer;
+        moved.stages.erase(moved.stages.begin() + r + 1);
+        if (!moved.warmup.empty()) moved.warmup.erase(moved.warmup.begin() + r + 1);
+        if (!valid_split(costs_, moved, r, tp, space_)) continue;
+        set_split(merged, tp);
+        try_move(std::move(moved), {r});
+      }
+    }
+    return commit();
   }
 
  private:
-  // Simulates a neighbour; keeps it when it fits and beats the current plan and every
-  // neighbour tried before it.
+  // Queues a neighbour, with the recomputation it needs, for commit() to simulate.
   void try_move(plan::Plan moved, const std::vector<int>& touched) {
     if (!within(moved, space_)) return;
     for (int s : touched) {
@@ -152,28 +179,63 @@ class Refinement {
       if (!recompute) return;
       moved.stages[s].recompute = *recompute;
     }
-    // A neighbour that cannot beat it (iteration_lower_bound) or cannot fit is not
-    // simulated.
-    const double to_beat = best_ ? best_->iteration_time() : current_.iteration_time();
-    if (iteration_lower_bound(costs_, moved) >= to_beat || cannot_fit(costs_, moved)) return;
-    ScoredPlan scored = score_plan(costs_, std::move(moved), current_.label);
-    if (!scored.fits || scored.iteration_time() >= to_beat) return;
-    scored.estimate = current_.estimate;
-    best_ = std::move(scored);
+    const double bound = iteration_lower_bound(costs_, moved);
+    if (bound >= current_.iteration_time()) return;
+    neighbours_.push_back({std::move(moved), bound, neighbours_.size()});
   }
 
+  // Simulates the queued neighbours, lowest lower bound first, and moves to the fastest
+  // that fits, if it beats the current plan. One whose bound (iteration_lower_bound)
+  // reaches the fastest so far cannot beat it, and in this order neither can any after it;
+  // one that cannot fit is not simulated. Of equally fast neighbours, the one queued first.
+  bool commit() {
+    std::stable_sort(neighbours_.begin(), neighbours_.end(),
+                     [](const Neighbour& a, const Neighbour& b) { return a.bound < b.bound; });
+    std::optional<ScoredPlan> best;
+    size_t best_index = 0;
+    for (size_t n = 0; n < neighbours_.size(); ++n) {
+      auto& [moved, bound, queued] = neighbours_[n];
+      const double to_beat = best ? best->iteration_time() : current_.iteration_time();
+      if (bound > to_beat || (bound == to_beat && !best)) break;
+      if (cannot_fit(costs_, moved)) continue;
+      ScoredPlan scored = score_plan(costs_, std::move(moved), current_.label);
+      if (!scored.fits || scored.iteration_time() > to_beat) continue;
+      const bool faster = scored.iteration_time() < to_beat;
+      if (!faster && (!best || queued > best_index)) continue;
+      scored.estimate = current_.estimate;
+      best = std::move(scored);
+      best_index = queued;
+    }
+    neighbours_.clear();
+    if (!best) return false;
+    current_ = std::move(*best);
+    return true;
+  }
+
+  struct Neighbour {
+    plan::Plan plan;
+    double bound = 0;
+    size_t queued = 0;  // the order try_move met it in
+  };
   const cost::CostModel& costs_;
   const PlanSpace& space_;
   ScoredPlan& current_;
-  std::optional<ScoredPlan> best_;  // the best neighbour of this step so far
+  std::vector<Neighbour> neighbours_;  // this step's, queued by try_move
 };
 
 }  // namespace
 
-ScoredPlan refine(const cost::CostModel& costs, ScoredPlan start, const PlanSpace& space) {
+ScoredPlan refine(const cost::CostModel& costs, ScoredPlan start, const PlanSpace& space,
+                  bool merges) {
   if (start.plan.pipeline_count() != 1 || !start.fits) return start;
   Refinement refinement(costs, space, start);
-  for (int move = 0; move < kMaxRefinementMoves && refinement.step(); ++move) {
+  int moves = 0;
+  while (moves < kMaxRefinementMoves && refinement.step()) ++moves;
+  // Merges only from where the other moves end, each followed by those again: a merge taken
+  // as soon as it is the best move can lead to a slower end than without it.
+  while (merges && moves < kMaxRefinementMoves && refinement.merge_step()) {
+    ++moves;
+    while (moves < kMaxRefinementMoves && refinement.step()) ++moves;
   }
   return start;
 }

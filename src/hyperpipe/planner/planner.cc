@@ -28,6 +28,43 @@ std::string order_label(const std::vector<DeviceClass>& classes, const std::vect
   return label;
 }
 
+constexpr double kNoBound = std::numeric_limits<double>::infinity();
+
+// No schedule of the space runs the plan faster than this: the least of each kind's
+// iteration_lower_bound, hetero-1F1B's at its deepest warm-up (every group holding every
+// micro-batch: the fewest round trips), each with the all-reduce after the last op and
+// overlapped.
+double any_schedule_bound(const cost::CostModel& costs, const plan::Plan& plan,
+                          const PlanSpace& space) {
+  using schedule::ScheduleKind;
+  std::vector<plan::Plan> variants;
+  for (auto kind : {ScheduleKind::one_f_one_b, ScheduleKind::gpipe, ScheduleKind::zb_h1,
+                    ScheduleKind::hetero_1f1b}) {
+    if (!space.allows(kind)) continue;
+    plan::Plan variant = plan;
+    variant.schedule = kind;
+    if (kind == ScheduleKind::hetero_1f1b) variant.warmup.assign(plan.ranks(), plan.micro_batches);
+    variants.push_back(std::move(variant));
+  }
+  if (space.allows(ScheduleKind::interleaved)) {
+    for (int chunks : kInterleaveChunks) {
+      if (auto interleaved = interleave(plan.pipeline(0), chunks)) {
+        plan::Plan variant = plan;
+        variant.pipeline(0) = std::move(*interleaved);
+        variants.push_back(std::move(variant));
+      }
+    }
+  }
+  double lowest = kNoBound;
+  for (auto& variant : variants) {
+    for (bool overlap : {false, true}) {
+      variant.overlap_allreduce = overlap;
+      lowest = std::min(lowest, iteration_lower_bound(costs, variant));
+    }
+  }
+  return lowest;
+}
+
 // The dp (or tp) values a same-dp (same-tp) search tries: every one some class's shapes
 // offer.
 std::vector<int> shape_values(const cost::CostModel& costs, const std::vector<DeviceClass>& classes,
@@ -222,6 +259,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   options.every_order = request.every_order;
   // The first pass re-scores runners-up only within kRescoreMargin of the best objective.
   options.runner_up_margin = kRescoreMargin;
+  options.alternatives = true;
   std::vector<CandidateSearch> searches;
   const auto values = [&](bool same, int fixed, int Shape::*degree) {
     if (fixed != 0) return std::vector<int>{fixed};
@@ -260,26 +298,18 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   // kFirstPassCandidates) and the best of every order and micro-batch size, under 1F1B;
   // then the kRescoredCandidates fastest of those, and each order's best, under every
   // schedule of the space.
-  struct FirstPass {
-    ScoredPlan scored;
-    bool first_of_order;
-  };
-  std::vector<FirstPass> first_pass;
-  std::map<std::vector<int>, bool> order_seen;
-  std::map<int64_t, bool> size_seen;
-  int within_margin = 0;
-  int looked_at = 0;
-  for (const auto& [candidate, search] : candidates) {
-    clock.step(looked_at++, static_cast<int>(candidates.size()));
-    const bool first_of_order = !order_seen[candidate->pipeline.order];
-    const bool first_of_size = !size_seen[candidate->micro_batch];
-    order_seen[candidate->pipeline.order] = true;
-    size_seen[candidate->micro_batch] = true;
-    const bool close = candidate->pipeline.objective <=
-                           kRescoreMargin * candidates.front().candidate->pipeline.objective &&
-                       within_margin < kFirstPassCandidates;
-    if (!close && !first_of_order && !first_of_size) continue;
-    within_margin += close;
+  // The search's alternatives, apart: they are tried after the candidates' schedules and
+  // refinement, so that they add to what those find and never crowd it out.
+  std::vector<Found> alternatives;
+  for (const auto& search : searches) {
+    for (const auto& candidate : search.alternatives) alternatives.push_back({&candidate, &search});
+  }
+  std::stable_sort(alternatives.begin(), alternatives.end(), [](const Found& a, const Found& b) {
+    return a.candidate->pipeline.objective < b.candidate->pipeline.objective;
+  });
+  const auto to_plan = [&](const Found& found,
+                           double unless_bound_reaches) -> std::optional<ScoredPlan> {
+    const auto& [candidate, search] = found;
     plan::Plan plan;
     plan.model = request.batch.model;
     plan.cluster = request.batch.cluster;
@@ -292,17 +322,52 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
       // The search counts devices per class; a rare mix of group sizes may not pack into
       // the nodes without splitting a group.
       log().debug("planner: skipping a candidate: {}", error.what());
-      continue;
+      return std::nullopt;
     }
-    if (!simulatable(plan)) continue;
+    if (!simulatable(plan)) return std::nullopt;
+    if (unless_bound_reaches < kNoBound &&
+        any_schedule_bound(costs, plan, request.space) >= unless_bound_reaches) {
+      return std::nullopt;
+    }
     ScoredPlan scored =
         score_plan(costs, std::move(plan), order_label(classes, candidate->pipeline.order));
     scored.estimate = candidate->pipeline.objective;
-    log().debug("planner: {} ({} stages, micro-batch {}): estimate {:.4f} s, 1F1B {:.4f} s{}",
+    std::string groups;
+    for (const auto& stage : scored.plan.stages) {
+      groups += fmt::format(" {}×{} [{}, {}) from device {}", stage.dp, stage.tp, stage.first_layer,
+                            stage.end_layer, stage.devices.front());
+    }
+    log().debug("planner: {} ({} stages, micro-batch {}): estimate {:.4f} s, 1F1B {:.4f} s{}:{}",
                 scored.label, scored.plan.stages.size(), candidate->micro_batch, scored.estimate,
-                scored.iteration_time(), scored.fits ? "" : " (does not fit)");
+                scored.iteration_time(), scored.fits ? "" : " (does not fit)", groups);
     clock.offer(scored);
-    first_pass.push_back({std::move(scored), first_of_order});
+    return scored;
+  };
+  struct FirstPass {
+    ScoredPlan scored;
+    bool first_of_order;
+  };
+  std::vector<FirstPass> first_pass;
+  std::map<std::vector<int>, bool> order_seen;
+  std::map<int64_t, bool> size_seen;
+  int within_margin = 0;
+  int looked_at = 0;
+  const double margin_above =
+      candidates.empty() ? 0 : kRescoreMargin * candidates.front().candidate->pipeline.objective;
+  for (const Found& found : candidates) {
+    clock.step(looked_at++, static_cast<int>(candidates.size()));
+    const Candidate* candidate = found.candidate;
+    const bool first_of_order = !order_seen[candidate->pipeline.order];
+    const bool first_of_size = !size_seen[candidate->micro_batch];
+    order_seen[candidate->pipeline.order] = true;
+    size_seen[candidate->micro_batch] = true;
+    const bool close =
+        candidate->pipeline.objective <= margin_above && within_margin < kFirstPassCandidates;
+    if (!close && !first_of_order && !first_of_size) continue;
+    within_margin += close;
+    if (auto scored = to_plan(found, kNoBound)) {
+      first_pass.push_back({std::move(*scored), first_of_order});
+    }
   }
   clock.close("first pass");
   std::vector<size_t> by_time(first_pass.size());
@@ -339,13 +404,54 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     if (!fastest) continue;
     // Where refinement moves nothing, or the schedule kept the plan as it was, the same
     // plan would be scheduled or refined twice: once is enough.
-    const ScoredPlan refined = refine(costs, first, request.space);
+    // Merges only here, under 1F1B, where they pay most: fewer round trips for 1F1B's few
+    // micro-batches in flight (local_refinement.h).
+    const ScoredPlan refined = refine(costs, first, request.space, /*merges=*/true);
     if (!(refined.plan == first.plan)) schedule_and_keep(refined);
     if (scheduled) {
       searched.push_back(scheduled->plan == first.plan ? refined
                                                        : refine(costs, *scheduled, request.space));
       clock.offer(searched.back());
     }
+  }
+  // The alternatives within the margin that some schedule might make faster than the
+  // fastest plan so far (by its lower bound, any_schedule_bound), the best few by
+  // objective, under 1F1B; the fastest of those refined, then under every schedule (the
+  // schedule is what may favour them; refinement first finds the split it favours).
+  double fastest_so_far = kNoBound;
+  for (const auto& scored : searched) {
+    if (scored.fits) fastest_so_far = std::min(fastest_so_far, scored.iteration_time());
+  }
+  std::vector<ScoredPlan> alternatives_scored;
+  for (size_t a = 0; a < alternatives.size() && a < kFirstPassAlternatives; ++a) {
+    const Found& found = alternatives[a];
+    if (found.candidate->pipeline.objective > margin_above) break;
+    auto scored = to_plan(found, fastest_so_far);
+    // Under 1F1B within kAlternativeMargin of the fastest so far: the bounds, which leave
+    // out the round trips that hold back deep pipelines over slow links, let through
+    // alternatives that simulate 40% slower.
+    if (scored && scored->fits && scored->iteration_time() <= kAlternativeMargin * fastest_so_far) {
+      alternatives_scored.push_back(std::move(*scored));
+    }
+  }
+  std::stable_sort(alternatives_scored.begin(), alternatives_scored.end(), preferred);
+  if (alternatives_scored.size() > kRescoredAlternatives) {
+    alternatives_scored.resize(kRescoredAlternatives);
+  }
+  for (const auto& alternative : alternatives_scored) {
+    log().debug("planner: refining an alternative, 1F1B {:.4f} s against {:.4f} s so far",
+                alternative.iteration_time(), fastest_so_far);
+    const ScoredPlan refined = refine(costs, alternative, request.space);
+    if (refined.fits) fastest_so_far = std::min(fastest_so_far, refined.iteration_time());
+    clock.offer(refined);
+    searched.push_back(refined);
+    // Only schedules that could beat the fastest so far are simulated.
+    auto scheduled =
+        best_schedule(costs, refined.plan, refined.label, request.space, fastest_so_far);
+    if (!scheduled) continue;
+    scheduled->estimate = refined.estimate;
+    clock.offer(*scheduled);
+    searched.push_back(std::move(*scheduled));
   }
 
   clock.close("schedules and refinement");
@@ -395,8 +501,13 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   if (!best) throw_infeasible(costs, request);
   result.best = *best;
   clock.finish();
-  log().debug("planner: {} candidates, search {:.3f} s, replicas {:.3f} s", candidates.size(),
-              result.search_seconds, result.replica_seconds);
+  std::string simulated;
+  for (const auto& phase : result.phases) {
+    simulated +=
+        fmt::format("; {} {} plans ({} ops)", phase.name, phase.simulations, phase.simulated_ops);
+  }
+  log().debug("planner: {} candidates, search {:.3f} s, replicas {:.3f} s{}", candidates.size(),
+              result.search_seconds, result.replica_seconds, simulated);
   return result;
 }
 

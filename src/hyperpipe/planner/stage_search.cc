@@ -423,9 +423,19 @@ double objective(const std::vector<StageChoice>& stages, int micro_batches) {
   return sum + (micro_batches - 1) * worst;
 }
 
+// Whether two pipelines of one order are the same layout (stage choices, times aside).
+bool same_stages(const Pipeline& a, const Pipeline& b) {
+  return std::equal(a.stages.begin(), a.stages.end(), b.stages.begin(), b.stages.end(),
+                    [](const StageChoice& x, const StageChoice& y) {
+                      return x.cls == y.cls && x.shape == y.shape && x.first == y.first &&
+                             x.end == y.end && x.recompute == y.recompute;
+                    });
+}
+
 template <typename Oracle>
 std::vector<Pipeline> search(const Oracle& oracle, const SearchOptions& options,
-                             std::vector<Pipeline>* runners_up) {
+                             std::vector<Pipeline>* runners_up,
+                             std::vector<Pipeline>* alternatives) {
   const auto all_orders = all_orders_of(oracle.num_classes());
 
   // Promising orders first, so the objective to beat drops early: by the combined speed
@@ -480,6 +490,7 @@ std::vector<Pipeline> search(const Oracle& oracle, const SearchOptions& options,
     const double floor = bound_of.average_stage(order);
     std::optional<Pipeline> best;
     std::vector<std::optional<Pipeline>> best_of_count(runners_up ? dp.max_stages() + 1 : 0);
+    std::vector<Pipeline> others;  // for alternatives: every other count's-best met
     double bound = m1 > 0 ? widest : kInfinity;
     // Any pipeline completing a partial one has Σ at least the partial one's and a
     // bottleneck at least the floor: only a Σ under the cap can still beat the order's best
@@ -493,14 +504,29 @@ std::vector<Pipeline> search(const Oracle& oracle, const SearchOptions& options,
     while (bound >= floor) {
       const int at = dp.run(bound, value_cap());
       if (at < 0) break;
+      const double beat_so_far = std::min({best ? best->objective : kInfinity, options.prune_above,
+                                           dp.cell(at).value + m1 * dp.cell(at).worst + tail});
       for (int j = 1; j < static_cast<int>(best_of_count.size()); ++j) {
         const int of_count = dp.best_with_stages(j);
         if (of_count < 0) continue;
         const Cell& cell = dp.cell(of_count);
         const double value = cell.value + m1 * cell.worst + tail;
-        if (!best_of_count[j] || value < best_of_count[j]->objective) {
-          best_of_count[j] =
-              Pipeline{order, dp.stages_from(of_count), cell.value, cell.worst, value};
+        const bool better = !best_of_count[j] || value < best_of_count[j]->objective;
+        // Alternatives only within the margin of the best met so far (the final cut, by
+        // the order's best, is no looser).
+        const auto wanted = [&](double objective) {
+          return alternatives && objective <= options.runner_up_margin * beat_so_far;
+        };
+        if (!better && !wanted(value)) continue;
+        Pipeline met{order, dp.stages_from(of_count), cell.value, cell.worst, value};
+        if (better) {
+          // What it displaces is another arrangement of the same stage count.
+          if (best_of_count[j] && wanted(best_of_count[j]->objective)) {
+            others.push_back(std::move(*best_of_count[j]));
+          }
+          best_of_count[j] = std::move(met);
+        } else {
+          others.push_back(std::move(met));
         }
       }
       const Cell& found = dp.cell(at);
@@ -521,17 +547,36 @@ std::vector<Pipeline> search(const Oracle& oracle, const SearchOptions& options,
       for (auto& other : best_of_count) {
         if (other && other->stages.size() != best->stages.size()) runners_up->push_back(*other);
       }
+      if (alternatives) {
+        const double within = options.runner_up_margin * std::min(best->objective, to_beat());
+        std::vector<const Pipeline*> kept{&*best};
+        for (const auto& other : best_of_count) {
+          if (other) kept.push_back(&*other);
+        }
+        std::stable_sort(others.begin(), others.end());
+        const size_t first_new = alternatives->size();
+        for (auto& other : others) {
+          if (other.objective > within) break;
+          const auto same = [&](const Pipeline& p) { return same_stages(p, other); };
+          if (std::any_of(kept.begin(), kept.end(), [&](const Pipeline* p) { return same(*p); }) ||
+              std::any_of(alternatives->begin() + first_new, alternatives->end(), same)) {
+            continue;
+          }
+          alternatives->push_back(std::move(other));
+        }
+      }
     }
   }
   return result;
 }
 
 std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOptions& options,
-                                       std::vector<Pipeline>* runners_up) {
+                                       std::vector<Pipeline>* runners_up,
+                                       std::vector<Pipeline>* alternatives) {
   if (const auto* costs = dynamic_cast<const CostOracle*>(&oracle)) {
-    return search(*costs, options, runners_up);
+    return search(*costs, options, runners_up, alternatives);
   }
-  return search(oracle, options, runners_up);
+  return search(oracle, options, runners_up, alternatives);
 }
 
 }  // namespace hyperpipe::planner

@@ -77,8 +77,14 @@ struct SearchOptions {
 // With `runners_up`, also appends, for each order kept, the best pipeline of every other
 // stage count met on the way (not always the best of that count: the sweep stops when no
 // pipeline can beat the order's best), for callers that re-score with a finer model.
+// With `alternatives` (only with `runners_up`), also appends every other distinct pipeline
+// the sweep found best of its stage count at some bound, within the runner-up margin, best
+// first: other arrangements of group sizes and layers that the objective ranks lower but a
+// schedule may favour (an interleaved schedule's bubble shrinks with fewer, larger stages
+// where the objective sees none).
 std::vector<Pipeline> search_pipelines(const StageOracle& oracle, const SearchOptions& options,
-                                       std::vector<Pipeline>* runners_up = nullptr);
+                                       std::vector<Pipeline>* runners_up = nullptr,
+                                       std::vector<Pipeline>* alternatives = nullptr);
 
 // A lower bound on the objective of any pipeline for this oracle: one pass through the
 // layers at their fastest plus (m − 1) × (device-time of all layers at their cheapest) ÷
