@@ -18,6 +18,10 @@
 //   * a complete layout, and each of its schedule variants, is simulated only when its
 //     iteration_lower_bound (scored_plan.h: start delay, compute, all-reduce, optimizer)
 //     is below the incumbent.
+// A hetero-1F1B variant takes the warm-up depths schedule_variants derives for the layout.
+// The planner's refinement keeps a plan's depths when it moves layers or merges groups
+// (local_refinement.h), so the planner can return a plan with depths the judge never
+// tries: the judge's best then bounds what the planner misses, never what it finds.
 #pragma once
 
 #include <cstdint>
