@@ -332,14 +332,16 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
     ScoredPlan scored =
         score_plan(costs, std::move(plan), order_label(classes, candidate->pipeline.order));
     scored.estimate = candidate->pipeline.objective;
-    std::string groups;
-    for (const auto& stage : scored.plan.stages) {
-      groups += fmt::format(" {}×{} [{}, {}) from device {}", stage.dp, stage.tp, stage.first_layer,
-                            stage.end_layer, stage.devices.front());
+    if (log().should_log(spdlog::level::debug)) {  // the groups are formatted only then
+      std::string groups;
+      for (const auto& stage : scored.plan.stages) {
+        groups += fmt::format(" {}×{} [{}, {}) from device {}", stage.dp, stage.tp,
+                              stage.first_layer, stage.end_layer, stage.devices.front());
+      }
+      log().debug("planner: {} ({} stages, micro-batch {}): estimate {:.4f} s, 1F1B {:.4f} s{}:{}",
+                  scored.label, scored.plan.stages.size(), candidate->micro_batch, scored.estimate,
+                  scored.iteration_time(), scored.fits ? "" : " (does not fit)", groups);
     }
-    log().debug("planner: {} ({} stages, micro-batch {}): estimate {:.4f} s, 1F1B {:.4f} s{}:{}",
-                scored.label, scored.plan.stages.size(), candidate->micro_batch, scored.estimate,
-                scored.iteration_time(), scored.fits ? "" : " (does not fit)", groups);
     clock.offer(scored);
     return scored;
   };
