@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -13,6 +14,14 @@ namespace hyperpipe::testing {
 // parallel never share a file.
 inline std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "/hyperpipe-" + std::to_string(::getpid()) + "-" + name;
+}
+
+// An empty directory at temp_path(name), made afresh.
+inline std::string fresh_directory(const std::string& name) {
+  const std::string path = temp_path(name);
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path;
 }
 
 // A parameterised test's name from its case's `name` ("tp-two" becomes "tp_two": GoogleTest

@@ -1,50 +1,22 @@
-// `hyperpipe agent`: one host's devices in an elastic run led from another host
-// (`hyperpipe launch --elastic --devices-here`, elastic_hosts.h). It offers its devices by
-// heartbeat, starts the ranks each round gives them, stops them when the leader says so,
-// and reports how they ended; it ends with the run, or when the leader is gone.
+// `hyperpipe agent`: parses the options of one host's side of an elastic run and runs it
+// (elastic/agent.h).
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cctype>
-#include <chrono>
 #include <cstdlib>
-#include <filesystem>
-#include <thread>
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
-#include "hyperpipe/cli/elastic_hosts.h"
-#include "hyperpipe/cli/elastic_launch.h"
 #include "hyperpipe/cli/worker.h"
-#include "hyperpipe/common/epoch_time.h"
 #include "hyperpipe/common/error.h"
-#include "hyperpipe/common/stop_signals.h"
+#include "hyperpipe/elastic/agent.h"
 #include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/plan/plan.h"
 
 namespace hyperpipe::cli {
 namespace {
-
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-// How often an idle agent looks at the leader's heartbeat and round.
-constexpr auto kIdlePoll = std::chrono::milliseconds(100);
-// How long an agent waits for a leader by default: a leader started by hand on another
-// host, or queued by a scheduler, may well come minutes later.
-constexpr double kDefaultLeaderWaitSeconds = 600;
-
-struct AgentArgs {
-  std::string checkpoint_dir;
-  std::vector<int> devices;
-  std::string name;
-  std::string address = "127.0.0.1";
-  double wait_seconds = kDefaultLeaderWaitSeconds;
-  double heartbeat_timeout = kDefaultHeartbeatTimeoutSeconds;
-  double grace_seconds = 5;
-};
 
 std::string host_name() {
   char name[256] = {};
@@ -52,169 +24,10 @@ std::string host_name() {
   return name;
 }
 
-// Names become file names beside the leader's: letters, digits, '.', '_' and '-'.
-void check_name(const std::string& name) {
-  const bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-  });
-  if (!plain || name == kLeaderName || name[0] == '.') {
-    throw InputError("--name", name,
-                     fmt::format("a name of letters, digits, '.', '_' and '-', not starting with "
-                                 "'.', other than \"{}\", and different on every host",
-                                 kLeaderName));
-  }
-}
-
-class Agent {
- public:
-  Agent(const AgentArgs& args, std::ostream& out, std::ostream& err)
-      : args_(args),
-        elastic_dir_(fs::absolute(fs::path(args.checkpoint_dir) / kElasticDirectory).string()),
-        instance_(new_instance_id()),
-        leader_(args.heartbeat_timeout),
-        out_(out),
-        err_(err) {}
-
-  void run() {
-    fs::create_directories(elastic_dir_);
-    const Heartbeater heartbeat(heartbeat_path(elastic_dir_, args_.name),
-                                {args_.name, instance_, "", args_.devices, args_.address, 0});
-    const StopSignals signals(/*arm_alarm=*/false);
-    log(
-        fmt::format("offering device(s) {} to the elastic run in {} (waiting up to {} s for "
-                    "its leader)",
-                    plan::format_devices(args_.devices), args_.checkpoint_dir, args_.wait_seconds));
-    const auto give_up =
-        Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(args_.wait_seconds * 1e3));
-    bool leader_seen = false;
-    for (;; std::this_thread::sleep_for(kIdlePoll)) {
-      if (const int signal_number = StopSignals::received()) {
-        throw CommandFailed(fmt::format("stopped by {}", signal_name(signal_number)),
-                            128 + signal_number);
-      }
-      if (!look_at_leader()) {
-        if (leader_seen) {
-          throw CommandFailed(
-              fmt::format("the leader's heartbeat stopped ({} s without a beat): its run is over "
-                          "or its host is gone",
-                          args_.heartbeat_timeout),
-              kExitInternalError);
-        }
-        if (Clock::now() > give_up) {
-          throw CommandFailed(fmt::format("no leader in {} s: is `hyperpipe launch --elastic "
-                                          "--checkpoint-dir {}` running?",
-                                          args_.wait_seconds, args_.checkpoint_dir),
-                              kExitInternalError);
-        }
-        continue;
-      }
-      if (!leader_seen) log("the leader is there");
-      leader_seen = true;
-      const auto round = read_round(elastic_dir_);
-      if (!round || round->run != leader_run_) continue;
-      if (round->state == RoundState::kFinished) {
-        log("the run finished");
-        return;
-      }
-      if (round->state == RoundState::kEnded) {
-        throw CommandFailed("the run ended: " + round->reason, kExitInternalError);
-      }
-      if (round->run == done_run_ && round->number <= done_round_) continue;
-      done_run_ = round->run;
-      done_round_ = round->number;
-      std::vector<RoundAssignment> mine;
-      for (const auto& assignment : round->assignments) {
-        if (assignment.host == args_.name && assignment.instance == instance_) {
-          mine.push_back(assignment);
-        }
-      }
-      if (mine.empty()) {
-        log(fmt::format("round {}: none of this host's devices is in this round's plan",
-                        round->number));
-        continue;
-      }
-      run_round(*round, mine);
-    }
-  }
-
- private:
-  void log(const std::string& text) {
-    err_ << fmt::format("[agent {}] {}\n", args_.name, text) << std::flush;
-  }
-
-  // Takes in the leader's heartbeat; whether the leader is alive (and its run's id).
-  bool look_at_leader() {
-    const auto beat = read_heartbeat(heartbeat_path(elastic_dir_, kLeaderName));
-    leader_.see(kLeaderName, beat);
-    if (beat) leader_run_ = beat->run;
-    return leader_.alive(kLeaderName);
-  }
-
-  // Starts this host's ranks of `round`, stops them when the leader asks (or is gone, or
-  // has moved on), and reports how they ended.
-  void run_round(const Round& round, const std::vector<RoundAssignment>& mine) {
-    launch::LaunchSpec spec;
-    spec.command = {require_worker("agent"), "train", "--plan", round.plan};
-    spec.command.insert(spec.command.end(), round.arguments.begin(), round.arguments.end());
-    spec.processes = static_cast<int>(mine.size());
-    spec.world_size = round.world_size;
-    spec.address = round.master_address;
-    spec.port = round.port;
-    spec.grace = std::chrono::milliseconds(static_cast<int64_t>(args_.grace_seconds * 1000));
-    spec.handover_exit_code = kExitPlanSwitch;
-    std::vector<int> devices;
-    for (const auto& assignment : mine) {
-      spec.ranks.push_back(assignment.rank);
-      spec.local_ranks.push_back(assignment.local_rank);
-      devices.push_back(assignment.device);
-    }
-    // The run's paths are the leader's, relative to its directory: the same on a shared
-    // file system mounted at the same place.
-    std::error_code error;
-    if (!round.directory.empty() && fs::is_directory(round.directory, error)) {
-      fs::current_path(round.directory, error);
-    }
-    log(fmt::format("round {}: starting rank(s) {} of {} (device(s) {}); rank 0 at {}:{}",
-                    round.number, plan::format_devices(spec.ranks), round.world_size,
-                    plan::format_devices(devices), round.master_address, round.port));
-    spec.stop_when = [&] {
-      if (round_stop_requested(elastic_dir_, round.run, round.number)) return true;
-      if (!look_at_leader()) return true;
-      const auto now = read_round(elastic_dir_);
-      return now && (now->run != round.run || now->number != round.number ||
-                     now->state != RoundState::kRunning);
-    };
-    const auto result = launch::launch_processes(spec, out_, err_);
-    RoundReport report;
-    report.host = args_.name;
-    report.instance = instance_;
-    report.number = round.number;
-    report.ranks = spec.ranks;
-    report.codes = result.codes;
-    report.failed_rank = result.failed_rank;
-    report.exit_code = result.exit_code;
-    report.failure_seen = result.failed_rank >= 0 ? epoch_seconds(result.failure_seen) : 0;
-    write_round_report(elastic_dir_, round.run, report);
-    log(fmt::format("round {}: rank(s) ended with code(s) {}{}", round.number,
-                    fmt::join(result.codes, ", "),
-                    result.stopped ? " (stopped as the leader asked)" : ""));
-  }
-
-  AgentArgs args_;
-  std::string elastic_dir_;
-  std::string instance_;
-  Liveness leader_;
-  std::string leader_run_;
-  std::string done_run_;  // the last round started (or skipped), by run and number
-  int done_round_ = 0;
-  std::ostream& out_;
-  std::ostream& err_;
-};
-
 }  // namespace
 
 void add_agent_command(CLI::App& app, std::ostream& out, std::ostream& err) {
-  auto args = std::make_shared<AgentArgs>();
+  auto args = std::make_shared<elastic::AgentSettings>();
   CLI::App* command = app.add_subcommand(
       "agent",
       "Run this host's devices in an elastic run led from another host (`hyperpipe launch "
@@ -236,17 +49,17 @@ void add_agent_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "This host's address, where rank 0 listens when a plan puts it here")
       ->default_val("127.0.0.1");
   command->add_option("--wait", args->wait_seconds, "Seconds to wait for the leader to appear")
-      ->default_val(kDefaultLeaderWaitSeconds)
+      ->default_val(elastic::kDefaultLeaderWaitSeconds)
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--heartbeat-timeout", args->heartbeat_timeout,
                    "Seconds without the leader's heartbeat after which it is gone")
-      ->default_val(kDefaultHeartbeatTimeoutSeconds)
+      ->default_val(elastic::kDefaultHeartbeatTimeoutSeconds)
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--grace", args->grace_seconds,
                    "Seconds this host's ranks get to stop when asked, before they are killed")
-      ->default_val(5.0)
+      ->default_val(elastic::kDefaultAgentGraceSeconds)
       ->check(CLI::NonNegativeNumber);
   command->footer(
       "Every host needs HYPERPIPE_JOB_TOKEN exported, the same as the leader's. Exit 0 when "
@@ -256,7 +69,9 @@ void add_agent_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "--address 10.0.0.2");
   command->callback([args, &out, &err] {
     if (args->name.empty()) args->name = host_name();
-    check_name(args->name);
+    if (const auto refusal = elastic::agent_name_refusal(args->name)) {
+      throw InputError("--name", args->name, *refusal);
+    }
     std::vector<int> sorted = args->devices;
     std::sort(sorted.begin(), sorted.end());
     if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
@@ -268,8 +83,8 @@ void add_agent_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                                    "meet the others under it",
                                    launch::kJobTokenVariable));
     }
-    require_worker("agent");
-    Agent(*args, out, err).run();
+    args->worker = require_worker("agent");
+    elastic::run_agent(*args, out, err);
   });
 }
 

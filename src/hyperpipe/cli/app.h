@@ -5,31 +5,12 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <ostream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "hyperpipe/common/exit_codes.h"
+
 namespace hyperpipe::cli {
-
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitInternalError = 1;
-inline constexpr int kExitBadInput = 2;
-// A run that checkpointed and ended to go on with another plan (train --adapt):
-// sysexits.h's EX_TEMPFAIL, "a temporary failure; the user is invited to retry".
-inline constexpr int kExitPlanSwitch = 75;
-
-// A command that ran and failed (a training process that lost a peer, a launched process
-// that exited non-zero): its message, and the exit code to end with.
-// A command that ran and failed: exits with `code` after "error: MESSAGE" (nothing when the
-// message is empty: another process has said what failed).
-class CommandFailed : public std::runtime_error {
- public:
-  CommandFailed(const std::string& message, int code) : std::runtime_error(message), code_(code) {}
-  int code() const { return code_; }
-
- private:
-  int code_;
-};
 
 // Registers a subcommand on the app; its output goes to the streams.
 using AddCommand = std::function<void(CLI::App&, std::ostream& out, std::ostream& err)>;

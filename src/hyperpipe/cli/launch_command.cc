@@ -13,15 +13,15 @@
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
-#include "hyperpipe/cli/elastic_launch.h"
 #include "hyperpipe/cli/worker.h"
-#include "hyperpipe/cli/worker_arguments.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/cost/cost_model.h"
 #include "hyperpipe/cost/profile_db.h"
+#include "hyperpipe/elastic/supervisor.h"
 #include "hyperpipe/launch/process_launcher.h"
+#include "hyperpipe/launch/worker_arguments.h"
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/plan/plan.h"
 #include "hyperpipe/sim/memory_verdict.h"
@@ -37,7 +37,7 @@ struct LaunchArgs {
   double grace_seconds = 5;
   bool elastic = false;
   bool force = false;  // launch a plan predicted not to fit
-  ElasticSettings elastic_settings;
+  elastic::ElasticSettings elastic_settings;
 };
 
 // The global ranks of the plan's processes this launcher starts: those of `here` (every
@@ -93,9 +93,9 @@ void check_shared_run(const LaunchArgs& args, bool adapts) {
 // --force.
 void check_fits(const LaunchArgs& args, const plan::CheckedPlan& checked,
                 const std::vector<std::string>& extras) {
-  const model::Model model = model_as_run(checked.model, extras);
+  const model::Model model = launch::model_as_run(checked.model, extras);
   std::optional<cost::ProfileDb> profiles;
-  if (const auto path = option_value(extras, "--profiles")) {
+  if (const auto path = launch::option_value(extras, "--profiles")) {
     profiles = cost::ProfileDb::load_for(*path, model.config().name);
   }
   const cost::CostModel costs(model, checked.cluster, {}, profiles ? &*profiles : nullptr);
@@ -210,7 +210,7 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command
       ->add_option("--max-restarts", args->elastic_settings.max_restarts,
                    "With --elastic: restarts after which the next loss ends the run")
-      ->default_val(kDefaultMaxRestarts)
+      ->default_val(elastic::kDefaultMaxRestarts)
       ->check(CLI::NonNegativeNumber);
   command
       ->add_option("--min-devices", args->elastic_settings.min_devices,
@@ -221,13 +221,13 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->add_option("--host-wait", args->elastic_settings.host_wait_seconds,
                    "With --elastic --devices-here: seconds to wait at the start for agents "
                    "(`hyperpipe agent`) to offer the plan's other devices")
-      ->default_val(kDefaultHostWaitSeconds)
+      ->default_val(elastic::kDefaultHostWaitSeconds)
       ->check(CLI::NonNegativeNumber);
   command
       ->add_option("--heartbeat-timeout", args->elastic_settings.heartbeat_timeout,
                    "With --elastic --devices-here: seconds without an agent's heartbeat after "
                    "which its host and devices are gone")
-      ->default_val(kDefaultHeartbeatTimeoutSeconds)
+      ->default_val(elastic::kDefaultHeartbeatTimeoutSeconds)
       ->check(CLI::PositiveNumber);
   command->add_flag("--force", args->force,
                     "Launch a plan the cost model predicts will not fit a device's memory");
@@ -246,8 +246,8 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "  hyperpipe launch --plan examples/plans/tiny-gpt-3stage.json "
       "--data examples/data/corpus.txt --steps 20");
   command->callback([args, command, &out, &err] {
-    const auto checked =
-        plan::load_checked_plan(args->plan, option_value(command->remaining(), "--cluster"));
+    const auto checked = plan::load_checked_plan(
+        args->plan, launch::option_value(command->remaining(), "--cluster"));
     const plan::Plan& plan = checked.plan;
     launch::LaunchSpec spec;
     spec.ranks = ranks_here(plan, args->devices_here);
@@ -256,7 +256,7 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     const bool shared = spec.processes < spec.world_size;
     // The launcher's own options first, then the plan against the devices' memory (both
     // without the worker), then what every process would check.
-    if (shared) check_shared_run(*args, has_flag(command->remaining(), "--adapt"));
+    if (shared) check_shared_run(*args, launch::has_flag(command->remaining(), "--adapt"));
     plan::check_runs_here(plan, args->plan);
     check_fits(*args, checked, command->remaining());
     check_before_launch(*args, command->remaining(), err);
@@ -278,7 +278,7 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     }
     spec.grace = std::chrono::milliseconds(static_cast<int64_t>(args->grace_seconds * 1000));
     // Under --format json stdout holds rank 0's document alone; the rest goes to stderr.
-    const bool json = option_value(command->remaining(), "--format") == "json";
+    const bool json = launch::option_value(command->remaining(), "--format") == "json";
     if (json) spec.raw_stdout_rank = 0;
     (json ? err : out) << fmt::format("launching {} for {}{}{}\n",
                                       counted(spec.processes, "process", "processes"), args->plan,
@@ -289,8 +289,10 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                                       args->elastic ? " (elastic)" : "")
                        << std::flush;
     // A run that adapts its plan hands over to the next through the elastic launcher.
-    if (args->elastic || has_flag(command->remaining(), "--adapt")) {
-      launch_elastic(args->plan, command->remaining(), spec, args->elastic_settings, out, err);
+    if (args->elastic || launch::has_flag(command->remaining(), "--adapt")) {
+      args->elastic_settings.worker = spec.command.front();
+      elastic::launch_elastic(args->plan, command->remaining(), spec, args->elastic_settings, out,
+                              err);
       return;
     }
     const auto result = launch::launch_processes(spec, out, err);

@@ -7,13 +7,13 @@
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
-#include "hyperpipe/cli/elastic_launch.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/run_summary.h"
 #include "hyperpipe/cli/train_report.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/stop_signals.h"
+#include "hyperpipe/elastic/supervisor.h"
 #include "hyperpipe/launch/parent_watch.h"
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/runtime/trainer.h"
@@ -170,7 +170,7 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                     "Continue from the last complete checkpoint in --checkpoint-dir (of the "
                     "same model, seed and data)");
   auto adapt = std::make_shared<bool>(false);
-  auto adapt_settings = std::make_shared<AdaptSettings>();
+  auto adapt_settings = std::make_shared<elastic::AdaptSettings>();
   command->add_flag(
       "--adapt", *adapt,
       "Re-plan when a device stays slower or faster than its profile (needs --profiles and "
@@ -179,18 +179,18 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command
       ->add_option("--adapt-threshold", adapt_settings->threshold,
                    "With --adapt: how much slower or faster than its profile a device must be")
-      ->default_val(kDefaultAdaptThreshold)
+      ->default_val(elastic::kDefaultAdaptThreshold)
       ->check(CLI::Range(0.01, 0.99));
   command
       ->add_option("--adapt-steps", adapt_settings->steps,
                    "With --adapt: for this many steps in a row")
-      ->default_val(kDefaultAdaptSteps)
+      ->default_val(elastic::kDefaultAdaptSteps)
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--adapt-gain", adapt_settings->gain,
                    "With --adapt: the least predicted gain, as a share of the iteration, worth "
                    "a switch")
-      ->default_val(kDefaultAdaptGain)
+      ->default_val(elastic::kDefaultAdaptGain)
       ->check(CLI::Range(0.0, 1.0));
   auto hand_over = std::make_shared<bool>(false);
   command->add_flag("--hand-over-on-request", *hand_over,
@@ -285,16 +285,17 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     }
     TrainProgress progress(*report, report->json ? err : out);
     if (*adapt) {
-      progress.adapt_with(std::make_unique<PlanAdapter>(
-          AdaptInputs{
+      progress.adapt_with(std::make_unique<elastic::PlanAdapter>(
+          elastic::AdaptInputs{
               plan, options->plan_path, as_run, cluster, options->cluster, *profiles,
-              (std::filesystem::path(*options->checkpoint_dir) / kElasticDirectory).string(),
+              (std::filesystem::path(*options->checkpoint_dir) / elastic::kElasticDirectory)
+                  .string(),
               options->steps, options->resume},
           *adapt_settings, report->json ? err : out));
     }
     if (*hand_over) {
       progress.hand_over_on_request(
-          (std::filesystem::path(*options->checkpoint_dir) / kElasticDirectory).string());
+          (std::filesystem::path(*options->checkpoint_dir) / elastic::kElasticDirectory).string());
     }
     try {
       const auto record = runtime::train(*options, progress);
@@ -317,7 +318,7 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
             note << fmt::format(
                 "checkpointed after step {} to go on with the adapted plan ({}/elastic/{}); "
                 "`hyperpipe launch --adapt` resumes with it\n",
-                record.steps_done, options->checkpoint_dir.value_or("?"), kSwitchFile);
+                record.steps_done, options->checkpoint_dir.value_or("?"), elastic::kSwitchFile);
           }
         }
         throw CommandFailed("", kExitPlanSwitch);

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hyperpipe/cli/elastic_join.h"
 #include "hyperpipe/cli/timeline_comparison.h"
 #include "hyperpipe/common/epoch_time.h"
 #include "hyperpipe/common/output_file.h"
@@ -15,6 +14,7 @@
 #include "hyperpipe/common/statistics.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/cost/cost_model.h"
+#include "hyperpipe/elastic/joins.h"
 #include "hyperpipe/sim/measured_compute.h"
 #include "hyperpipe/sim/plan_simulation.h"
 #include "hyperpipe/trace/chrome_trace.h"
@@ -196,7 +196,7 @@ bool TrainProgress::step_measured(int64_t step, const std::vector<double>& compu
 
 bool TrainProgress::hand_over_after_checkpoint(int64_t steps_done) {
   if (!handover_dir_) return false;
-  handed_over_for_ = handover_requested(*handover_dir_);
+  handed_over_for_ = elastic::handover_requested(*handover_dir_);
   if (!handed_over_for_) return false;
   out_ << fmt::format("the launcher asks for the run to end after the checkpoint of step {}: {}\n",
                       steps_done, *handed_over_for_)

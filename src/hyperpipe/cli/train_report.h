@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "hyperpipe/cli/plan_adapter.h"
 #include "hyperpipe/cli/progress_line.h"
 #include "hyperpipe/cluster/cluster.h"
 #include "hyperpipe/common/tensorboard_events.h"
 #include "hyperpipe/cost/profile_db.h"
+#include "hyperpipe/elastic/plan_adapter.h"
 #include "hyperpipe/model/model.h"
 #include "hyperpipe/plan/plan.h"
 #include "hyperpipe/runtime/train_record.h"
@@ -76,9 +76,9 @@ class TrainProgress : public runtime::TrainObserver {
   void switching(int64_t steps_done) override;
 
   // train --adapt: the adapter hears each step's compute.
-  void adapt_with(std::unique_ptr<PlanAdapter> adapter) { adapter_ = std::move(adapter); }
+  void adapt_with(std::unique_ptr<elastic::PlanAdapter> adapter) { adapter_ = std::move(adapter); }
   // train --hand-over-on-request: after each checkpoint, end if the elastic launcher asks
-  // (elastic_join.h) in `elastic_dir`.
+  // (elastic/joins.h) in `elastic_dir`.
   void hand_over_on_request(std::string elastic_dir) { handover_dir_ = std::move(elastic_dir); }
   // Why the run handed over at the launcher's request, if it did.
   const std::optional<std::string>& handed_over_for() const { return handed_over_for_; }
@@ -97,7 +97,7 @@ class TrainProgress : public runtime::TrainObserver {
   std::chrono::steady_clock::time_point last_line_;
   // Start-up milestones, seconds since the Unix epoch (comparable across processes).
   nlohmann::json startup_ = nlohmann::json::object();
-  std::unique_ptr<PlanAdapter> adapter_;
+  std::unique_ptr<elastic::PlanAdapter> adapter_;
   std::optional<TensorBoardWriter> tensorboard_;
   std::optional<std::string> handover_dir_;
   std::optional<std::string> handed_over_for_;

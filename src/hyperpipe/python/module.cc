@@ -93,8 +93,8 @@ std::string run_command(const std::vector<std::string>& args, const TempFolder& 
   constexpr std::string_view kPrefix = "error: ";
   if (message.rfind(kPrefix, 0) == 0) message.erase(0, kPrefix.size());
   message = folder.readable(std::move(message));
-  if (code == cli::kExitBadInput) throw CommandInputError(message);
-  if (code != cli::kExitOk) throw std::runtime_error(message);
+  if (code == kExitBadInput) throw CommandInputError(message);
+  if (code != kExitOk) throw std::runtime_error(message);
   return out.str();
 }
 

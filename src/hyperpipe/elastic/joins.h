@@ -6,6 +6,7 @@
 // resumes with that plan. Plain files and types: no libtorch.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -13,7 +14,7 @@
 
 #include "hyperpipe/cluster/cluster.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::elastic {
 
 inline constexpr const char* kJoinsDirectory = "joins";
 inline constexpr const char* kJoinFormat = "hyperpipe.join/1";
@@ -43,6 +44,15 @@ void answer_join(const std::string& elastic_dir, int device, const JoinAnswer& a
 // The answer to the request for `device`, once there is one.
 std::optional<JoinAnswer> join_answer(const std::string& elastic_dir, int device);
 
+// Offers `devices` to the launcher watching `elastic_dir` and waits up to `wait_seconds`
+// for its answers, and for the directory itself (a launcher started a moment ago makes it
+// only once its checks pass). The answers, by device (a device unanswered is missing, its
+// request withdrawn so that a launcher started later does not take it); nothing when the
+// directory never appeared.
+std::optional<std::map<int, JoinAnswer>> offer_and_wait(const std::string& elastic_dir,
+                                                        const std::vector<int>& devices,
+                                                        double wait_seconds);
+
 // Withdraws the request for `device` and any answer (a joiner that gave up waiting).
 void withdraw_join(const std::string& elastic_dir, int device);
 
@@ -63,4 +73,4 @@ std::optional<std::string> handover_requested(const std::string& elastic_dir);
 // Withdraws the hand-over request (the launcher about to start the next plan's processes).
 void clear_handover(const std::string& elastic_dir);
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::elastic

@@ -8,7 +8,7 @@
 
 #include "hyperpipe/model/model.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::launch {
 
 // The value of option `name` among the arguments ("--name value" or "--name=value"), the
 // last where it is given more than once.
@@ -26,4 +26,4 @@ model::Model model_as_run(const model::Model& model, const std::vector<std::stri
 std::vector<std::string> without_option(const std::vector<std::string>& arguments,
                                         const std::string& name, bool takes_value);
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::launch

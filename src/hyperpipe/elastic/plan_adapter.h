@@ -21,7 +21,7 @@
 #include "hyperpipe/plan/plan.h"
 #include "hyperpipe/planner/replan.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::elastic {
 
 // A device 15% slower than planned is about the spread of one GPU type's parts and
 // clocks (and of this host's own drift over a minute, docs/guide/performance.md): less is noise.
@@ -77,4 +77,4 @@ class PlanAdapter {
   planner::DeviceSpeeds accepted_;          // speeds already planned for
 };
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::elastic

@@ -1,4 +1,4 @@
-#include "hyperpipe/cli/plan_adapter.h"
+#include "hyperpipe/elastic/plan_adapter.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include "hyperpipe/sim/plan_simulation.h"
 #include "test_files.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::elastic {
 namespace {
 
 namespace fs = std::filesystem;
@@ -133,4 +133,4 @@ TEST(PlanAdapter, KeepsThePlanWhenTheSwitchWouldNotPayBeforeTheEnd) {
 }
 
 }  // namespace
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::elastic

@@ -1,4 +1,4 @@
-#include "hyperpipe/cli/elastic_rounds.h"
+#include "hyperpipe/elastic/host_rounds.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 #include "hyperpipe/common/epoch_time.h"
 #include "hyperpipe/plan/plan.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::elastic {
 namespace {
 
 namespace fs = std::filesystem;
@@ -283,4 +283,4 @@ void HostRounds::end(RoundState state, const std::string& reason) {
   }
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::elastic

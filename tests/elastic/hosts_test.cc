@@ -1,13 +1,13 @@
-#include "hyperpipe/cli/elastic_hosts.h"
+#include "hyperpipe/elastic/hosts.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "cli_run.h"
+#include "test_files.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::elastic {
 namespace {
 
 namespace fs = std::filesystem;
@@ -44,15 +44,8 @@ TEST(Liveness, APeerIsAliveWhileItsBeatChangesOnThisHostsClock) {
   EXPECT_EQ(liveness.instance("host-b"), "second");
 }
 
-std::string fresh_dir(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("hyperpipe-elastic-hosts-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
 TEST(ElasticHosts, ARoundReadsBackAsWritten) {
-  const std::string dir = fresh_dir("round");
+  const std::string dir = hyperpipe::testing::fresh_directory("elastic-hosts-round");
   EXPECT_FALSE(read_round(dir));
   Round round;
   round.run = "run-1";
@@ -95,7 +88,7 @@ TEST(ElasticHosts, ARoundReadsBackAsWritten) {
 }
 
 TEST(ElasticHosts, StopMarkersAndReportsBelongToOneRoundOfOneRun) {
-  const std::string dir = fresh_dir("reports");
+  const std::string dir = hyperpipe::testing::fresh_directory("elastic-hosts-reports");
   EXPECT_FALSE(round_stop_requested(dir, "run-1", 2));
   request_round_stop(dir, "run-1", 2);
   EXPECT_TRUE(round_stop_requested(dir, "run-1", 2));
@@ -123,7 +116,7 @@ TEST(ElasticHosts, StopMarkersAndReportsBelongToOneRoundOfOneRun) {
 // A heartbeat is rewritten with a growing beat while its writer lives, and removed when
 // it ends; every agent's is found by name.
 TEST(ElasticHosts, AHeartbeaterBeatsUntilItEnds) {
-  const std::string dir = fresh_dir("heartbeat");
+  const std::string dir = hyperpipe::testing::fresh_directory("elastic-hosts-heartbeat");
   const std::string path = heartbeat_path(dir, "host-b");
   {
     const Heartbeater heartbeater(path, beat_of("b1", 0));
@@ -143,37 +136,5 @@ TEST(ElasticHosts, AHeartbeaterBeatsUntilItEnds) {
   EXPECT_NE(heartbeat_path(dir, kLeaderName), heartbeat_path(dir, "leader-host"));
 }
 
-// `hyperpipe agent` refuses, before it offers anything, what could not meet the run: no
-// shared secret, a name that is no file name (or the leader's), a device twice.
-TEST(Agent, RefusesWhatCouldNotMeetTheRun) {
-  const std::string dir = fresh_dir("agent-refusals");
-  const std::string token = "HYPERPIPE_JOB_TOKEN=secret ";
-  const auto agent = [&](const std::string& options, const std::string& prefix) {
-    return testing::run_binary(HYPERPIPE_BINARY, "agent --checkpoint-dir " + dir + " " + options,
-                               prefix);
-  };
-  auto result = agent("--devices 2 --name b", "unset HYPERPIPE_JOB_TOKEN; ");
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("HYPERPIPE_JOB_TOKEN exported, the same as the leader's"),
-            std::string::npos)
-      << result.err;
-  for (const std::string name : {"leader", "../b", ".b"}) {
-    result = agent("--devices 2 --name " + name, token);
-    EXPECT_EQ(result.exit_code, 2) << name;
-    EXPECT_NE(result.err.find("a name of letters, digits"), std::string::npos) << result.err;
-  }
-  result = agent("--devices 2,3,2 --name b", token);
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("each device once"), std::string::npos) << result.err;
-  EXPECT_FALSE(fs::exists(fs::path(dir) / "elastic" / kAgentsDirectory / "b.json"));
-#ifdef HYPERPIPE_WORKER_BINARY
-  // No leader comes: it says so, and leaves no heartbeat behind.
-  result = agent("--devices 2 --name b --wait 0.3", token);
-  EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find("no leader in 0.3 s"), std::string::npos) << result.err;
-  EXPECT_FALSE(fs::exists(heartbeat_path(dir + "/elastic", "b")));
-#endif
-}
-
 }  // namespace
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::elastic

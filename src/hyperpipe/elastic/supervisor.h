@@ -4,19 +4,19 @@
 // model again on the devices left (with the run's profiles), and the run resumes with that
 // plan from the checkpoint, which loads into any split. Each recovery is timed from the
 // launcher seeing the death to the first step on the new plan. A device offered meanwhile
-// (`hyperpipe join`, elastic_join.h) is planned with, and the run hands over to that plan
+// (`hyperpipe join`, joins.h) is planned with, and the run hands over to that plan
 // after its next checkpoint where it is faster. Across hosts, this launcher leads and an
-// agent on each other host starts that host's ranks (elastic_rounds.h).
+// agent on each other host starts that host's ranks (host_rounds.h).
 #pragma once
 
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "hyperpipe/cli/elastic_hosts.h"
+#include "hyperpipe/elastic/hosts.h"
 #include "hyperpipe/launch/process_launcher.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::elastic {
 
 // torchrun's --max-restarts defaults to 0 (fail on the first loss); an elastic run is
 // asked for to survive losses, and three is torchrun's documented example value.
@@ -33,11 +33,12 @@ inline constexpr const char* kRecoveryFormat = "hyperpipe.recovery/1";
 inline constexpr double kDefaultHostWaitSeconds = 60;
 
 struct ElasticSettings {
+  std::string worker;  // the hyperpipe-worker executable every rank of this host runs
   int max_restarts = kDefaultMaxRestarts;
   int min_devices = 1;
   // A run across hosts (launch --elastic --devices-here): this host's devices in LOCAL_RANK
   // order (empty: every device is here), its address and the run's port. The other devices
-  // come from agents (`hyperpipe agent`, elastic_hosts.h).
+  // come from agents (`hyperpipe agent`, hosts.h).
   std::vector<int> devices_here;
   std::string address = "127.0.0.1";
   int port = 0;
@@ -54,4 +55,4 @@ void launch_elastic(const std::string& plan_path, const std::vector<std::string>
                     launch::LaunchSpec base, const ElasticSettings& settings, std::ostream& out,
                     std::ostream& err);
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::elastic

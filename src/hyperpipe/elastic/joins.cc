@@ -1,19 +1,24 @@
-#include "hyperpipe/cli/elastic_join.h"
+#include "hyperpipe/elastic/joins.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "hyperpipe/common/output_file.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::elastic {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// How often a joiner looks for the answers: the launcher looks for requests as often.
+constexpr auto kAnswerPoll = std::chrono::milliseconds(100);
 
 constexpr const char* kRequestSuffix = ".request.json";
 constexpr const char* kAnswerSuffix = ".answer.json";
@@ -90,6 +95,29 @@ void withdraw_join(const std::string& elastic_dir, int device) {
   fs::remove(answer_path(elastic_dir, device));
 }
 
+std::optional<std::map<int, JoinAnswer>> offer_and_wait(const std::string& elastic_dir,
+                                                        const std::vector<int>& devices,
+                                                        double wait_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(wait_seconds * 1e3));
+  while (!fs::is_directory(elastic_dir) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(kAnswerPoll);
+  }
+  if (!fs::is_directory(elastic_dir)) return std::nullopt;
+  for (int device : devices) request_join(elastic_dir, device);
+  std::map<int, JoinAnswer> answers;
+  while (answers.size() < devices.size() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(kAnswerPoll);
+    for (int device : devices) {
+      if (answers.count(device)) continue;
+      if (auto answer = join_answer(elastic_dir, device)) answers[device] = *answer;
+    }
+  }
+  // Answered, or given up on (a launcher started later must not take it): done with.
+  for (int device : devices) withdraw_join(elastic_dir, device);
+  return answers;
+}
+
 void clear_joins(const std::string& elastic_dir) {
   fs::remove_all(joins_dir(elastic_dir));
 }
@@ -122,4 +150,4 @@ void clear_handover(const std::string& elastic_dir) {
   fs::remove(fs::path(elastic_dir) / kHandoverFile);
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::elastic

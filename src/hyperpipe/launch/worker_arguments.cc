@@ -1,6 +1,6 @@
-#include "hyperpipe/cli/worker_arguments.h"
+#include "hyperpipe/launch/worker_arguments.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::launch {
 
 std::optional<std::string> option_value(const std::vector<std::string>& arguments,
                                         const std::string& name) {
@@ -40,4 +40,4 @@ std::vector<std::string> without_option(const std::vector<std::string>& argument
   return kept;
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::launch

@@ -1,4 +1,4 @@
-#include "hyperpipe/cli/elastic_hosts.h"
+#include "hyperpipe/elastic/hosts.h"
 
 #include <fmt/format.h>
 
@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "hyperpipe/cli/elastic_join.h"
 #include "hyperpipe/common/output_file.h"
+#include "hyperpipe/elastic/joins.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::elastic {
 namespace {
 
 namespace fs = std::filesystem;
@@ -248,4 +248,4 @@ void clear_rounds(const std::string& elastic_dir) {
   fs::remove(fs::path(elastic_dir) / kRoundFile);
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::elastic

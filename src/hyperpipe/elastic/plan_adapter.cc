@@ -1,4 +1,4 @@
-#include "hyperpipe/cli/plan_adapter.h"
+#include "hyperpipe/elastic/plan_adapter.h"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@
 #include "hyperpipe/plan/plan_json.h"
 #include "hyperpipe/sim/plan_simulation.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::elastic {
 
 namespace fs = std::filesystem;
 
@@ -153,4 +153,4 @@ bool PlanAdapter::consider(int64_t step, const planner::DeviceSpeeds& speeds, do
   return true;
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::elastic

@@ -1,7 +1,7 @@
 // An elastic run across hosts: the leader (`hyperpipe launch --elastic --devices-here`) and
 // one agent per other host (`hyperpipe agent`) meet through small files in
 // CHECKPOINT_DIR/elastic/, which every host shares because the run resumes from it (the
-// same path as `hyperpipe join`, elastic_join.h). Each side heartbeats a file of its own;
+// same path as `hyperpipe join`, joins.h). Each side heartbeats a file of its own;
 // the leader writes each round (the plan, where rank 0 listens, each device's rank and
 // host) and, when its side fails, a stop marker; each agent starts its devices' ranks
 // and reports how they ended. A host whose heartbeat stops is gone, with its devices.
@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-namespace hyperpipe::cli {
+namespace hyperpipe::elastic {
 
 inline constexpr const char* kAgentsDirectory = "agents";
 inline constexpr const char* kHeartbeatFormat = "hyperpipe.heartbeat/1";
@@ -155,4 +155,4 @@ std::optional<RoundReport> read_round_report(const std::string& elastic_dir, con
 // Removes every round, stop marker and report (a leader starting a run).
 void clear_rounds(const std::string& elastic_dir);
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::elastic

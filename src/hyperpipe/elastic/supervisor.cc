@@ -1,4 +1,4 @@
-#include "hyperpipe/cli/elastic_launch.h"
+#include "hyperpipe/elastic/supervisor.h"
 
 #include <fmt/format.h>
 
@@ -11,25 +11,28 @@
 #include <optional>
 #include <thread>
 
-#include "hyperpipe/cli/app.h"
-#include "hyperpipe/cli/elastic_join.h"
-#include "hyperpipe/cli/elastic_rounds.h"
-#include "hyperpipe/cli/plan_adapter.h"
-#include "hyperpipe/cli/worker.h"
-#include "hyperpipe/cli/worker_arguments.h"
 #include "hyperpipe/common/epoch_time.h"
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/exit_codes.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/stop_signals.h"
+#include "hyperpipe/elastic/host_rounds.h"
+#include "hyperpipe/elastic/joins.h"
+#include "hyperpipe/elastic/plan_adapter.h"
+#include "hyperpipe/launch/worker_arguments.h"
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/plan/plan_json.h"
 #include "hyperpipe/planner/replan.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::elastic {
 namespace {
 
 namespace fs = std::filesystem;
+using launch::has_flag;
+using launch::model_as_run;
+using launch::option_value;
+using launch::without_option;
 using nlohmann::json;
 using WallClock = std::chrono::system_clock;
 
@@ -173,7 +176,7 @@ class ElasticRun {
     for (int restart = 0;; ++restart) {
       const auto devices = plan::devices_in_rank_order(plan_);
       if (hosts_ && lose_hostless_devices(devices, restart + 1)) continue;
-      spec.command = {require_worker("launch"), "train", "--plan", plan_path_};
+      spec.command = {settings_.worker, "train", "--plan", plan_path_};
       std::vector<std::string> arguments = extras_;
       if (restart > 0) {
         arguments =
@@ -637,4 +640,4 @@ void launch_elastic(const std::string& plan_path, const std::vector<std::string>
   run.end(true, "");
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::elastic

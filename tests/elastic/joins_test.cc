@@ -1,4 +1,4 @@
-#include "hyperpipe/cli/elastic_join.h"
+#include "hyperpipe/elastic/joins.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "test_files.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::elastic {
 namespace {
 
 namespace fs = std::filesystem;
@@ -102,4 +102,4 @@ TEST(ElasticJoin, AHandoverIsRequestedUntilCleared) {
 }
 
 }  // namespace
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::elastic

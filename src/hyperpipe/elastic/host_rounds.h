@@ -1,4 +1,4 @@
-// The leader's side of an elastic run across hosts (elastic_hosts.h): which agents are
+// The leader's side of an elastic run across hosts (hosts.h): which agents are
 // alive and which devices each offers, and one round of the run on every host: this
 // host's ranks started here, the others' through the round file, all stopped when one
 // side fails, and the first failure found across the hosts' reports (a host gone first).
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "hyperpipe/cli/elastic_hosts.h"
+#include "hyperpipe/elastic/hosts.h"
 #include "hyperpipe/launch/process_launcher.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::elastic {
 
 // An agent that came (a new process offering its devices) or went (its heartbeat stopped,
 // or it was restarted, or it ended).
@@ -79,4 +79,4 @@ class HostRounds {
   std::ostream& err_;
 };
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::elastic
