@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -130,6 +131,40 @@ TEST(PlanAdapter, KeepsThePlanWhenTheSwitchWouldNotPayBeforeTheEnd) {
   EXPECT_FALSE(switched);
   EXPECT_NE(f.log.str().find("does not pay for the switch before the run ends"), std::string::npos)
       << f.log.str();
+}
+
+// A device has drifted only when each of its last --adapt-steps speeds is off the one it was
+// planned for by more than the threshold, all on one side.
+TEST(PlanAdapter, ADriftIsEveryRecentStepOffTheSameWay) {
+  const double threshold = 0.15;
+  EXPECT_FALSE(drifted({0.5, 0.5}, 3, 1.0, threshold));  // too few steps yet
+  EXPECT_TRUE(drifted({0.5, 0.8, 0.84}, 3, 1.0, threshold));
+  EXPECT_FALSE(drifted({0.5, 0.8, 0.86}, 3, 1.0, threshold));  // the last within 15%
+  EXPECT_TRUE(drifted({1.2, 1.16, 2.0}, 3, 1.0, threshold));
+  EXPECT_FALSE(drifted({0.5, 0.5, 2.0}, 3, 1.0, threshold));  // slower, then faster
+  // Against the speed already planned for, not the profile's.
+  EXPECT_FALSE(drifted({0.5, 0.55, 0.45}, 3, 0.5, threshold));
+  EXPECT_TRUE(drifted({0.9, 1.0, 0.95}, 3, 0.5, threshold));
+  // Only the last `steps` count.
+  EXPECT_TRUE(drifted({1.0, 0.5, 0.5, 0.5}, 3, 1.0, threshold));
+}
+
+// A switch pays when it gains --adapt-gain of the iteration and pays its cost back before
+// the run ends.
+TEST(PlanAdapter, ASwitchPaysWhenItGainsEnoughInTime) {
+  // 1 s → 0.8 s: 0.2 s a step; a 10 s switch is paid back after 50 steps.
+  auto verdict = switch_verdict(1.0, 0.8, 10.0, 51, 0.05);
+  EXPECT_TRUE(verdict.pays);
+  EXPECT_DOUBLE_EQ(verdict.payback_steps, 50);
+  verdict = switch_verdict(1.0, 0.8, 10.0, 50, 0.05);
+  EXPECT_FALSE(verdict.pays);
+  EXPECT_EQ(verdict.why_not, "does not pay for the switch before the run ends");
+  verdict = switch_verdict(1.0, 0.96, 0.0, 1000, 0.05);  // 4% faster, free: still too little
+  EXPECT_FALSE(verdict.pays);
+  EXPECT_EQ(verdict.why_not, "is under --adapt-gain 5%");
+  verdict = switch_verdict(1.0, 1.1, 0.0, 1000, 0.0);  // slower: never pays
+  EXPECT_FALSE(verdict.pays);
+  EXPECT_TRUE(std::isinf(verdict.payback_steps));
 }
 
 }  // namespace

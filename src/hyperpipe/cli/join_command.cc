@@ -9,8 +9,8 @@
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/elastic/elastic_run.h"
 #include "hyperpipe/elastic/joins.h"
-#include "hyperpipe/elastic/supervisor.h"
 
 namespace hyperpipe::cli {
 namespace {

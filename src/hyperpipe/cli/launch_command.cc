@@ -19,7 +19,7 @@
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/cost/cost_model.h"
 #include "hyperpipe/cost/profile_db.h"
-#include "hyperpipe/elastic/supervisor.h"
+#include "hyperpipe/elastic/elastic_run.h"
 #include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/launch/worker_arguments.h"
 #include "hyperpipe/plan/checked_plan.h"

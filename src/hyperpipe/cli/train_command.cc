@@ -13,7 +13,7 @@
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/stop_signals.h"
-#include "hyperpipe/elastic/supervisor.h"
+#include "hyperpipe/elastic/elastic_run.h"
 #include "hyperpipe/launch/parent_watch.h"
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/runtime/trainer.h"

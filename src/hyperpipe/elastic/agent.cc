@@ -11,7 +11,7 @@
 #include "hyperpipe/common/epoch_time.h"
 #include "hyperpipe/common/exit_codes.h"
 #include "hyperpipe/common/stop_signals.h"
-#include "hyperpipe/elastic/supervisor.h"
+#include "hyperpipe/elastic/elastic_run.h"
 #include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/plan/plan.h"
 

@@ -1,7 +1,6 @@
 #include "hyperpipe/elastic/host_rounds.h"
 
 #include <fmt/format.h>
-#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +9,7 @@
 #include <thread>
 
 #include "hyperpipe/common/epoch_time.h"
+#include "hyperpipe/elastic/blame.h"
 #include "hyperpipe/plan/plan.h"
 
 namespace hyperpipe::elastic {
@@ -21,19 +21,6 @@ using SteadyClock = std::chrono::steady_clock;
 // How often the leader looks for the agents' reports when none of the round's ranks is
 // its own, or after its own have ended.
 constexpr auto kReportPoll = std::chrono::milliseconds(50);
-
-// One host's first failure in a round.
-struct Failure {
-  int rank = -1;
-  int exit_code = 0;
-  double seen = 0;  // epoch seconds
-};
-
-// A process a signal ended other than the stop the launchers send (SIGKILL, SIGSEGV, an
-// OOM kill) failed on its own; the others most likely failed on losing it.
-bool ended_by_own_signal(int exit_code) {
-  return exit_code > 128 && exit_code != 128 + SIGTERM;
-}
 
 }  // namespace
 
@@ -243,7 +230,7 @@ RoundOutcome HostRounds::run_round(launch::LaunchSpec spec, const std::string& p
   }
   // The first failure of all hosts: one a signal ended on its own before the others, then
   // the earliest seen (each host's clock; hosts of one cluster keep theirs in step by NTP).
-  std::vector<Failure> failures;
+  std::vector<RankFailure> failures;
   if (local.failed_rank >= 0) {
     failures.push_back({local.failed_rank, local.exit_code, epoch_seconds(local.failure_seen)});
   }
@@ -253,17 +240,12 @@ RoundOutcome HostRounds::run_round(launch::LaunchSpec spec, const std::string& p
       failures.push_back({report.failed_rank, report.exit_code, report.failure_seen});
     }
   }
-  if (failures.empty()) {
+  const auto first = failure_to_blame(failures);
+  if (!first) {
     merged.failed_rank = -1;
     if (!local.signal) merged.exit_code = 0;
     return outcome;
   }
-  const auto first =
-      std::min_element(failures.begin(), failures.end(), [](const Failure& a, const Failure& b) {
-        const bool a_own = ended_by_own_signal(a.exit_code);
-        const bool b_own = ended_by_own_signal(b.exit_code);
-        return a_own != b_own ? a_own : a.seen < b.seen;
-      });
   merged.failed_rank = first->rank;
   merged.exit_code = first->exit_code;
   merged.failure_seen = from_epoch_seconds(first->seen);

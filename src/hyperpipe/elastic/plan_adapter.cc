@@ -48,35 +48,52 @@ PlanAdapter::PlanAdapter(AdaptInputs inputs, AdaptSettings settings, std::ostrea
   }
 }
 
+bool drifted(const std::deque<double>& recent, int steps, double planned_for, double threshold) {
+  if (recent.size() < static_cast<size_t>(steps)) return false;
+  const bool slower = std::all_of(recent.end() - steps, recent.end(), [&](double speed) {
+    return speed < planned_for * (1 - threshold);
+  });
+  const bool faster = std::all_of(recent.end() - steps, recent.end(), [&](double speed) {
+    return speed > planned_for * (1 + threshold);
+  });
+  return slower || faster;
+}
+
+SwitchVerdict switch_verdict(double before, double after, double switch_cost, int64_t steps_left,
+                             double min_gain) {
+  const double gain = before - after;
+  SwitchVerdict verdict;
+  verdict.payback_steps = gain > 0 ? switch_cost / gain : INFINITY;
+  if (gain < min_gain * before) {
+    verdict.why_not = fmt::format("is under --adapt-gain {:.0f}%", 100 * min_gain);
+  } else if (!(verdict.payback_steps < static_cast<double>(steps_left))) {
+    verdict.why_not = "does not pay for the switch before the run ends";
+  } else {
+    verdict.pays = true;
+  }
+  return verdict;
+}
+
 bool PlanAdapter::measured(int64_t step, const std::vector<double>& compute, double switch_cost) {
   if (compute.size() != expected_.size()) return false;
   planner::DeviceSpeeds speeds = accepted_;
-  bool drifted = false;
+  bool any_drifted = false;
   std::string why;
   for (size_t rank = 0; rank < compute.size(); ++rank) {
     if (!(compute[rank] > 0)) continue;
     auto& recent = recent_[rank];
     recent.push_back(expected_[rank] / compute[rank]);
     if (recent.size() > static_cast<size_t>(settings_.steps)) recent.pop_front();
-    if (recent.size() < static_cast<size_t>(settings_.steps)) continue;
     const int device = device_of_rank_[rank];
     const double planned_for = accepted_.count(device) ? accepted_.at(device) : 1.0;
-    // Slower or faster than planned, step after step: a slower device gets less work, a
-    // faster one (a faster replacement, a profile taken on a busy host) more.
-    const bool slower = std::all_of(recent.begin(), recent.end(), [&](double speed) {
-      return speed < planned_for * (1 - settings_.threshold);
-    });
-    const bool faster = std::all_of(recent.begin(), recent.end(), [&](double speed) {
-      return speed > planned_for * (1 + settings_.threshold);
-    });
-    if (!slower && !faster) continue;
+    if (!drifted(recent, settings_.steps, planned_for, settings_.threshold)) continue;
     const double speed = median(std::vector<double>(recent.begin(), recent.end()));
     speeds[device] = speed;
-    drifted = true;
+    any_drifted = true;
     why += fmt::format("{}device {} ({}) at {:.2f} of its profile", why.empty() ? "" : ", ", device,
                        inputs_.cluster.device_type(device).name, speed);
   }
-  if (!drifted) return false;
+  if (!any_drifted) return false;
   out_ << fmt::format("[adapt] over the last {} steps: {}; re-planning at the measured speeds\n",
                       settings_.steps, why)
        << std::flush;
@@ -99,10 +116,10 @@ bool PlanAdapter::consider(int64_t step, const planner::DeviceSpeeds& speeds, do
     out_ << fmt::format("[adapt] keeping the plan: no other fits ({})\n", error.what());
     return false;
   }
-  const double gain = before - replanned.iteration_time;
   // The switch comes after the next step: the steps left after it gain.
   const int64_t steps_left = inputs_.steps - (step + 2);
-  const double payback = gain > 0 ? switch_cost / gain : INFINITY;
+  const auto verdict =
+      switch_verdict(before, replanned.iteration_time, switch_cost, steps_left, settings_.gain);
   out_ << fmt::format(
               "[adapt] re-planned in {}: {}; predicted iteration at these speeds {} (this plan) "
               "→ {}; a switch costs about {} (a save and a start as this run's), paid back after "
@@ -111,14 +128,14 @@ bool PlanAdapter::consider(int64_t step, const planner::DeviceSpeeds& speeds, do
               format_duration(replanned.seconds), plan::format_stages(replanned.plan),
               format_duration(before), format_duration(replanned.iteration_time),
               format_duration(switch_cost),
-              std::isfinite(payback) ? fmt::format("{:.0f}", std::ceil(payback)) : "none",
+              std::isfinite(verdict.payback_steps)
+                  ? fmt::format("{:.0f}", std::ceil(verdict.payback_steps))
+                  : "none",
               steps_left)
        << std::flush;
-  if (gain < settings_.gain * before || !(payback < static_cast<double>(steps_left))) {
-    out_ << fmt::format("[adapt] keeping the plan: the gain ({:.1f}%) {}\n", 100 * gain / before,
-                        gain < settings_.gain * before
-                            ? fmt::format("is under --adapt-gain {:.0f}%", 100 * settings_.gain)
-                            : "does not pay for the switch before the run ends")
+  if (!verdict.pays) {
+    out_ << fmt::format("[adapt] keeping the plan: the gain ({:.1f}%) {}\n",
+                        100 * (before - replanned.iteration_time) / before, verdict.why_not)
          << std::flush;
     return false;
   }

@@ -56,6 +56,22 @@ struct AdaptInputs {
   bool resumed = false;     // the run resumed: the speeds its plan was made for may be on file
 };
 
+// Whether a device stayed off the speed it was planned for (`planned_for`, 1: its profile)
+// by more than `threshold` at each of its last `steps` speeds measured (`recent`: expected
+// ÷ measured compute, newest last): slower, it should get less work; faster, more.
+bool drifted(const std::deque<double>& recent, int steps, double planned_for, double threshold);
+
+// Whether a plan predicted to take `after` an iteration, in place of `before`, is worth a
+// switch that costs `switch_cost` seconds: it gains at least `min_gain` of the iteration and
+// pays the switch back within the `steps_left` steps left after it.
+struct SwitchVerdict {
+  bool pays = false;
+  double payback_steps = 0;  // steps until the gain pays the cost back (infinite: never)
+  std::string why_not;       // when it does not pay
+};
+SwitchVerdict switch_verdict(double before, double after, double switch_cost, int64_t steps_left,
+                             double min_gain);
+
 class PlanAdapter {
  public:
   PlanAdapter(AdaptInputs inputs, AdaptSettings settings, std::ostream& out);
