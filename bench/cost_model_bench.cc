@@ -2,9 +2,9 @@
 // `hyperpipe describe` report. The planner will ask range_time millions of times.
 #include <benchmark/benchmark.h>
 
-#include "hyperpipe/cli/describe_report.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/report/describe_report.h"
 
 namespace {
 
@@ -41,7 +41,7 @@ void BM_DescribeReport(benchmark::State& state) {
     const auto model = load_model("gpt3-2.7b");
     const auto cluster = load_cluster("a100-v100-t4");
     const CostModel costs(model, cluster);
-    benchmark::DoNotOptimize(hyperpipe::cli::describe_report(costs, {}));
+    benchmark::DoNotOptimize(hyperpipe::report::describe_report(costs, {}));
   }
 }
 BENCHMARK(BM_DescribeReport)->Unit(benchmark::kMillisecond);

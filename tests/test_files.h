@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace hyperpipe::testing {
@@ -14,6 +15,14 @@ namespace hyperpipe::testing {
 // parallel never share a file.
 inline std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "/hyperpipe-" + std::to_string(::getpid()) + "-" + name;
+}
+
+// The whole of the file at `path` ("" when there is none).
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
 }
 
 // An empty directory at temp_path(name), made afresh.

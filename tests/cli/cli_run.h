@@ -4,8 +4,6 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "test_files.h"
@@ -19,12 +17,7 @@ struct Result {
   std::string err;
 };
 
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using hyperpipe::testing::slurp;
 
 // `binary args`, with stdin closed; `prefix` goes before it (variables, `cd dir &&`).
 inline Result run_binary(const std::string& binary, const std::string& args,

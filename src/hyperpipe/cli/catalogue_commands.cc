@@ -6,14 +6,16 @@
 #include <nlohmann/json.hpp>
 
 #include "hyperpipe/cli/commands.h"
-#include "hyperpipe/cli/table.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/cluster/gpu_catalogue.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/model/catalogue.h"
 #include "hyperpipe/model/model.h"
+#include "hyperpipe/report/table.h"
 
 namespace hyperpipe::cli {
+
+using report::Table;
 namespace {
 
 constexpr const char* kModelsFormat = "hyperpipe.models/1";

@@ -10,18 +10,23 @@
 
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
-#include "hyperpipe/cli/timeline_comparison.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/input_file.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/plan/checked_plan.h"
+#include "hyperpipe/report/timeline_comparison.h"
 #include "hyperpipe/sim/plan_simulation.h"
 #include "hyperpipe/trace/chrome_trace.h"
 #include "hyperpipe/trace/svg_gantt.h"
 #include "hyperpipe/trace/timeline_json.h"
 
 namespace hyperpipe::cli {
+
+using report::compare_timelines;
+using report::matching_track;
+using report::plan_mismatch;
+using report::print_comparison;
 namespace {
 
 using nlohmann::json;

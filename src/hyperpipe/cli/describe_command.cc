@@ -4,16 +4,23 @@
 #include <string>
 
 #include "hyperpipe/cli/commands.h"
-#include "hyperpipe/cli/describe_report.h"
-#include "hyperpipe/cli/estimate_report.h"
 #include "hyperpipe/cli/estimator_option.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/cost/cost_model.h"
 #include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/report/describe_report.h"
+#include "hyperpipe/report/estimate_report.h"
 
 namespace hyperpipe::cli {
+
+using report::describe_report;
+using report::DescribeSettings;
+using report::estimate_report;
+using report::EstimateSettings;
+using report::print_describe_tables;
+using report::print_estimate_tables;
 namespace {
 
 // The built-in defaults the README's first command runs on: a 2.7B-parameter GPT-3 over

@@ -10,12 +10,9 @@
 
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/estimator_option.h"
-#include "hyperpipe/cli/memory_breakdown.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/planning_progress.h"
 #include "hyperpipe/cli/progress_line.h"
-#include "hyperpipe/cli/simulation_report.h"
-#include "hyperpipe/cli/table.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/limits.h"
@@ -24,8 +21,17 @@
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/plan/plan_json.h"
 #include "hyperpipe/planner/planner.h"
+#include "hyperpipe/report/memory_breakdown.h"
+#include "hyperpipe/report/simulation_report.h"
+#include "hyperpipe/report/table.h"
 
 namespace hyperpipe::cli {
+
+using report::layer_cost_note;
+using report::memory_json;
+using report::print_memory_table;
+using report::simulation_report;
+using report::Table;
 namespace {
 
 using nlohmann::json;

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "hyperpipe/cli/train_report.h"
 #include "hyperpipe/common/quantity.h"
 
 namespace hyperpipe::cli {

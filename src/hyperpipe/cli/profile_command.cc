@@ -12,13 +12,13 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/progress_line.h"
-#include "hyperpipe/cli/table.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/model/model_loader.h"
+#include "hyperpipe/report/table.h"
 #include "hyperpipe/runtime/host_memory.h"
 #include "hyperpipe/runtime/link_profiler.h"
 #include "hyperpipe/runtime/memory_profiler.h"
@@ -26,6 +26,8 @@
 #include "hyperpipe/runtime/rendezvous.h"
 
 namespace hyperpipe::cli {
+
+using report::Table;
 namespace {
 
 struct ProfileArgs {

@@ -6,8 +6,6 @@
 #include <cstdio>
 #include <iostream>
 
-#include "hyperpipe/cli/train_report.h"
-
 namespace hyperpipe::cli {
 namespace {
 
@@ -50,6 +48,11 @@ void ProgressLine::show(std::string line) {
 void ProgressLine::finish() {
   if (terminal_ && last_width_ > 0) out_ << '\n' << std::flush;
   last_width_ = 0;
+}
+
+std::string format_eta(double seconds) {
+  if (seconds < 60) return fmt::format("{:.0f} s", seconds);
+  return fmt::format("{:.0f} min {:02.0f} s", std::floor(seconds / 60), std::fmod(seconds, 60));
 }
 
 }  // namespace hyperpipe::cli

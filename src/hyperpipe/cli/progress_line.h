@@ -30,4 +30,7 @@ class ProgressLine {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+// "42 s", "3 min 05 s".
+std::string format_eta(double seconds);
+
 }  // namespace hyperpipe::cli

@@ -10,8 +10,6 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/estimator_option.h"
 #include "hyperpipe/cli/output_format.h"
-#include "hyperpipe/cli/planner_alternatives.h"
-#include "hyperpipe/cli/simulation_report.h"
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
@@ -20,10 +18,19 @@
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/plan/plan_json.h"
 #include "hyperpipe/planner/run_shape.h"
+#include "hyperpipe/report/planner_alternatives.h"
+#include "hyperpipe/report/simulation_report.h"
 #include "hyperpipe/trace/chrome_trace.h"
 #include "hyperpipe/trace/svg_gantt.h"
 
 namespace hyperpipe::cli {
+
+using report::Alternative;
+using report::alternatives_json;
+using report::planner_alternatives;
+using report::print_alternatives;
+using report::print_simulation_tables;
+using report::simulation_report;
 namespace {
 
 // A run described as Megatron-LM's command line describes it, in place of a plan file.

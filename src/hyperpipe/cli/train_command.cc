@@ -8,17 +8,25 @@
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
-#include "hyperpipe/cli/run_summary.h"
-#include "hyperpipe/cli/train_report.h"
+#include "hyperpipe/cli/train_progress.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/elastic/elastic_run.h"
 #include "hyperpipe/launch/parent_watch.h"
 #include "hyperpipe/plan/checked_plan.h"
+#include "hyperpipe/report/run_summary.h"
+#include "hyperpipe/report/training_report.h"
 #include "hyperpipe/runtime/trainer.h"
 
 namespace hyperpipe::cli {
+
+using report::files_written_text;
+using report::precision_text;
+using report::recomputation_text;
+using report::run_files;
+using report::run_header;
+using report::TrainReportOptions;
 
 void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto options = std::make_shared<runtime::TrainOptions>();
@@ -325,10 +333,10 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       }
       if (!record.reporter) return;
       progress.write_metrics();
-      auto prediction = report_prediction(record, plan, as_run, cluster,
-                                          profiles ? &*profiles : nullptr, *report, out);
+      auto prediction = report::report_prediction(record, plan, as_run, cluster,
+                                                  profiles ? &*profiles : nullptr, *report, out);
       if (report->json) {
-        out << training_summary(record, *report, std::move(prediction)).dump(2) << '\n';
+        out << report::training_summary(record, *report, std::move(prediction)).dump(2) << '\n';
         return;
       }
       out << fmt::format("\ntrained {} in {}; recomputation: {}\n",

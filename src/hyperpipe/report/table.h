@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 
 class Table {
  public:
@@ -21,4 +21,4 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

@@ -8,7 +8,7 @@
 
 #include "hyperpipe/cost/cost_model.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 
 inline constexpr const char* kDescribeFormat = "hyperpipe.describe/1";
 
@@ -28,4 +28,4 @@ nlohmann::json describe_report(const cost::CostModel& costs, const DescribeSetti
 // Renders the report as tables.
 void print_describe_tables(const nlohmann::json& report, std::ostream& out);
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

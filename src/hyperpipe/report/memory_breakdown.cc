@@ -1,9 +1,9 @@
-#include "hyperpipe/cli/memory_breakdown.h"
+#include "hyperpipe/report/memory_breakdown.h"
 
-#include "hyperpipe/cli/table.h"
 #include "hyperpipe/common/quantity.h"
+#include "hyperpipe/report/table.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 
 using nlohmann::json;
 
@@ -51,4 +51,4 @@ void print_memory_table(const std::vector<std::pair<std::string, json>>& rows, s
   table.print(out, indent);
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

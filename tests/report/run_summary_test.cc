@@ -1,11 +1,11 @@
 // What a training run says about itself: its plan, precision, recomputation and files.
-#include "hyperpipe/cli/run_summary.h"
+#include "hyperpipe/report/run_summary.h"
 
 #include <gtest/gtest.h>
 
 #include "hyperpipe/model/catalogue.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 namespace {
 
 plan::StagePlan stage(int first, int end, int device, model::Recompute recompute) {
@@ -89,4 +89,4 @@ TEST(RunSummary, TheHeaderNamesThePlanPrecisionRecomputationAndFiles) {
 }
 
 }  // namespace
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

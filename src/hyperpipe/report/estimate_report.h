@@ -8,9 +8,9 @@
 #include <ostream>
 #include <string>
 
-#include "hyperpipe/cli/describe_report.h"
+#include "hyperpipe/report/describe_report.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 
 struct EstimateSettings {
   std::string layer = "block";  // embedding, block, head or all
@@ -23,4 +23,4 @@ nlohmann::json estimate_report(const cost::CostModel& costs, const DescribeSetti
 
 void print_estimate_tables(const nlohmann::json& estimates, std::ostream& out);
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

@@ -1,4 +1,4 @@
-#include "hyperpipe/cli/run_summary.h"
+#include "hyperpipe/report/run_summary.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "hyperpipe/common/quantity.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 
 std::string precision_text(const std::string& run_dtype) {
   if (run_dtype == "bf16" || run_dtype == "fp16") {
@@ -97,4 +97,4 @@ std::string files_written_text(const std::vector<RunFile>& files) {
   return text;
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

@@ -9,7 +9,7 @@
 #include "hyperpipe/plan/plan.h"
 #include "hyperpipe/sim/plan_simulation.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 
 inline constexpr const char* kSimulationFormat = "hyperpipe.simulation/1";
 
@@ -25,4 +25,4 @@ std::string layer_cost_note(const nlohmann::json& report);
 // The report's per-device peaks by term, and a line for each device over its limit.
 void print_memory_terms(const nlohmann::json& report, std::ostream& out);
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

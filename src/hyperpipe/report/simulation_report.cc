@@ -1,16 +1,16 @@
-#include "hyperpipe/cli/simulation_report.h"
+#include "hyperpipe/report/simulation_report.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "hyperpipe/cli/memory_breakdown.h"
-#include "hyperpipe/cli/table.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/plan/plan.h"
+#include "hyperpipe/report/memory_breakdown.h"
+#include "hyperpipe/report/table.h"
 #include "hyperpipe/sim/memory_verdict.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 
 using nlohmann::json;
 
@@ -270,4 +270,4 @@ void print_simulation_tables(const json& report, std::ostream& out) {
   }
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

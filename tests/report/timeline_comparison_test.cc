@@ -1,4 +1,4 @@
-#include "hyperpipe/cli/timeline_comparison.h"
+#include "hyperpipe/report/timeline_comparison.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "hyperpipe/trace/timeline_json.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 namespace {
 
 // One device group, predicted and measured, with memory samples: the figures are the
@@ -141,4 +141,4 @@ TEST(TimelineComparison, NoMemoryWithoutSamples) {
 }
 
 }  // namespace
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

@@ -1,9 +1,9 @@
-#include "hyperpipe/cli/table.h"
+#include "hyperpipe/report/table.h"
 
 #include <algorithm>
 #include <utility>
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 namespace {
 
 // Columns on a terminal: UTF-8 code points ("×", "→" are one column, several bytes).
@@ -48,4 +48,4 @@ void Table::print(std::ostream& out, const std::string& indent) const {
   for (const auto& row : rows_) print_row(row);
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "hyperpipe/cli/train_report.h"
 #include "hyperpipe/model/model.h"
 #include "hyperpipe/plan/plan.h"
+#include "hyperpipe/report/training_report.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 
 // The lines printed before the first step: "training M on C with PLAN: …", "precision: …",
 // "recomputation: …", and "writes: …" when the run writes files.
@@ -38,4 +38,4 @@ std::vector<RunFile> run_files(const TrainReportOptions& options, bool traced);
 // The final report's list, a line per file: "  metrics (JSON lines): out/m.jsonl".
 std::string files_written_text(const std::vector<RunFile>& files);
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

@@ -1,4 +1,4 @@
-#include "hyperpipe/cli/describe_report.h"
+#include "hyperpipe/report/describe_report.h"
 
 #include <fmt/format.h>
 
@@ -6,13 +6,13 @@
 #include <cmath>
 #include <ostream>
 
-#include "hyperpipe/cli/memory_breakdown.h"
-#include "hyperpipe/cli/table.h"
 #include "hyperpipe/cluster/gpu_catalogue.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/plan/plan.h"
+#include "hyperpipe/report/memory_breakdown.h"
+#include "hyperpipe/report/table.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 namespace {
 
 using model::Recompute;
@@ -412,4 +412,4 @@ void print_describe_tables(const json& report, std::ostream& out) {
   }
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

@@ -1,18 +1,18 @@
-#include "hyperpipe/cli/estimate_report.h"
+#include "hyperpipe/report/estimate_report.h"
 
 #include <fmt/format.h>
 
 #include <vector>
 
-#include "hyperpipe/cli/table.h"
 #include "hyperpipe/cluster/gpu_catalogue.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/nearest_name.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/cost/op_estimate.h"
 #include "hyperpipe/model/layer_ops.h"
+#include "hyperpipe/report/table.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 namespace {
 
 using nlohmann::json;
@@ -135,4 +135,4 @@ void print_estimate_tables(const json& estimates, std::ostream& out) {
          "a layer without a profile gets in `describe`, `plan` and `simulate` (docs/design.md).\n";
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

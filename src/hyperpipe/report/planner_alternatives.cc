@@ -1,13 +1,13 @@
-#include "hyperpipe/cli/planner_alternatives.h"
+#include "hyperpipe/report/planner_alternatives.h"
 
 #include <fmt/format.h>
 
-#include "hyperpipe/cli/table.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/plan/plan_json.h"
+#include "hyperpipe/report/table.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 namespace {
 
 // The fastest plan that fits of `request`, the optimizer sharded each way the framework
@@ -124,4 +124,4 @@ nlohmann::json alternatives_json(const std::vector<Alternative>& alternatives, d
   return list;
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

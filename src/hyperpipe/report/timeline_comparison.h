@@ -11,7 +11,7 @@
 
 #include "hyperpipe/trace/timeline.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 
 // A "hyperpipe.comparison/1" document (docs/formats.md).
 nlohmann::json compare_timelines(const trace::Timeline& predicted, const trace::Timeline& measured);
@@ -31,4 +31,4 @@ int matching_track(const trace::Timeline& predicted, const trace::Track& measure
 // stand-ins costed from GPU datasheets, still predicts their memory).
 void print_comparison(const nlohmann::json& report, std::ostream& out, bool times = true);
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

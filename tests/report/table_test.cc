@@ -1,10 +1,10 @@
-#include "hyperpipe/cli/table.h"
+#include "hyperpipe/report/table.h"
 
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 namespace {
 
 TEST(Table, AlignsColumnsAndNumbersRight) {
@@ -37,4 +37,4 @@ TEST(Table, ShortRowsArePadded) {
 }
 
 }  // namespace
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

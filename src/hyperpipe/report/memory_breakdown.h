@@ -10,7 +10,7 @@
 
 #include "hyperpipe/cost/cost_model.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 
 // {"terms": [{"name", "bytes", "source"}, …], "allocator_ratio", "total_bytes"}
 // (docs/formats.md, "Memory breakdown").
@@ -21,4 +21,4 @@ nlohmann::json memory_json(const cost::StageMemory& memory);
 void print_memory_table(const std::vector<std::pair<std::string, nlohmann::json>>& rows,
                         std::ostream& out, const std::string& indent);
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

@@ -3,9 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hyperpipe/cli/simulation_report.h"
+#include "hyperpipe/report/simulation_report.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 namespace {
 
 using nlohmann::json;
@@ -47,4 +47,4 @@ TEST(LayerCostNote, NamesThePipelineWhereSeveralRunSideBySide) {
 }
 
 }  // namespace
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

@@ -1,29 +1,24 @@
-// What `hyperpipe train` prints and writes around the runtime's steps: a progress line per
-// step, the metrics file (kept whole at every checkpoint), and at the end the simulator's
-// prediction for the plan against the measured iteration, the replay with the run's own
-// compute, and the measured and predicted timelines. No libtorch: the runtime hands over
-// plain records (runtime/train_record.h).
+// What a training run reports at its end: the simulator's prediction for the plan against
+// the measured iteration, the replay with the run's own compute, the measured and
+// predicted timelines compared, and the run as one "hyperpipe.training/1" document; and
+// the options that name what a run writes. No libtorch: the runtime hands over plain
+// records (runtime/train_record.h). The progress lines are the CLI's (cli/train_progress.h).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "hyperpipe/cli/progress_line.h"
 #include "hyperpipe/cluster/cluster.h"
-#include "hyperpipe/common/tensorboard_events.h"
 #include "hyperpipe/cost/profile_db.h"
-#include "hyperpipe/elastic/plan_adapter.h"
 #include "hyperpipe/model/model.h"
 #include "hyperpipe/plan/plan.h"
 #include "hyperpipe/runtime/train_record.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 
 struct TrainReportOptions {
   int64_t steps = 0;                        // of the whole run
@@ -59,57 +54,8 @@ inline constexpr const char* kStartupFormat = "hyperpipe.startup/1";
 
 inline constexpr const char* kTrainingFormat = "hyperpipe.training/1";
 
-// Rank 0's observer: the progress lines and the metrics file.
-class TrainProgress : public runtime::TrainObserver {
- public:
-  TrainProgress(TrainReportOptions options, std::ostream& out);
-
-  void joined(int processes, double seconds) override;
-  void layer_built(int built, int total) override;
-  void started(const std::optional<std::string>& checkpoint, int64_t steps_done) override;
-  void step_done(const runtime::StepRecord& step) override;
-  void evaluated(int64_t step, double validation_loss) override;
-  void checkpoint_saved(int64_t steps_done, double save_seconds) override;
-  void stopped(int signal_number, int64_t steps_done) override;
-  bool step_measured(int64_t step, const std::vector<double>& compute) override;
-  bool hand_over_after_checkpoint(int64_t steps_done) override;
-  void switching(int64_t steps_done) override;
-
-  // train --adapt: the adapter hears each step's compute.
-  void adapt_with(std::unique_ptr<elastic::PlanAdapter> adapter) { adapter_ = std::move(adapter); }
-  // train --hand-over-on-request: after each checkpoint, end if the elastic launcher asks
-  // (elastic/joins.h) in `elastic_dir`.
-  void hand_over_on_request(std::string elastic_dir) { handover_dir_ = std::move(elastic_dir); }
-  // Why the run handed over at the launcher's request, if it did.
-  const std::optional<std::string>& handed_over_for() const { return handed_over_for_; }
-
-  // Writes the metrics file (at the end of a run that ran every step).
-  void write_metrics() const;
-
- private:
-  TrainReportOptions options_;
-  std::ostream& out_;
-  std::vector<nlohmann::json> metrics_;  // resumed steps' first
-  int64_t first_step_ = 0;
-  double total_seconds_ = 0;
-  // Start-up: the layers built, redrawn on a terminal, else a line now and then.
-  std::optional<ProgressLine> building_;
-  std::chrono::steady_clock::time_point last_line_;
-  // Start-up milestones, seconds since the Unix epoch (comparable across processes).
-  nlohmann::json startup_ = nlohmann::json::object();
-  std::unique_ptr<elastic::PlanAdapter> adapter_;
-  std::optional<TensorBoardWriter> tensorboard_;
-  std::optional<std::string> handover_dir_;
-  std::optional<std::string> handed_over_for_;
-  double last_save_seconds_ = 0;  // rank 0's part of the last checkpoint, copied and written
-  void mark_startup(const char* milestone);
-};
-
 // "run/measured.svg" → "run/measured.predicted.svg".
 std::string predicted_path(const std::string& path);
-
-// "42 s", "3 min 05 s".
-std::string format_eta(double seconds);
 
 // Every run checks the cost model: the simulator's iteration for the plan (with
 // `profiles`, else the cost model's estimates) against the median measured step, and, when
@@ -127,4 +73,4 @@ nlohmann::json report_prediction(const runtime::TrainRecord& record, const plan:
 nlohmann::json training_summary(const runtime::TrainRecord& record,
                                 const TrainReportOptions& options, nlohmann::json prediction);
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

@@ -1,15 +1,15 @@
-#include "hyperpipe/cli/timeline_comparison.h"
+#include "hyperpipe/report/timeline_comparison.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <optional>
 
-#include "hyperpipe/cli/table.h"
 #include "hyperpipe/common/quantity.h"
+#include "hyperpipe/report/table.h"
 #include "hyperpipe/schedule/op.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 
 using nlohmann::json;
 
@@ -306,4 +306,4 @@ void print_comparison(const json& report, std::ostream& out, bool times) {
   }
 }
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report

@@ -13,7 +13,7 @@
 #include "hyperpipe/planner/planner.h"
 #include "hyperpipe/planner/run_shape.h"
 
-namespace hyperpipe::cli {
+namespace hyperpipe::report {
 
 struct Alternative {
   std::string name;                           // "planner, your tp, pp and dp kept", "planner"
@@ -38,4 +38,4 @@ void print_alternatives(const std::vector<Alternative>& alternatives, double you
 
 nlohmann::json alternatives_json(const std::vector<Alternative>& alternatives, double yours);
 
-}  // namespace hyperpipe::cli
+}  // namespace hyperpipe::report
