@@ -140,5 +140,32 @@ TEST(TimelineComparison, NoMemoryWithoutSamples) {
   EXPECT_EQ(out.str().find("Memory per device"), std::string::npos);
 }
 
+// Both timelines as one trace and one chart: each measured process named after the device
+// group the prediction has it in, the titles saying once which is which, the replay's error
+// against the measured iteration.
+TEST(TimelineComparison, BothTimelinesNameTheMeasuredProcessesByTheirGroup) {
+  trace::Timeline predicted;
+  predicted.title = "tiny on lab: step 3 (predicted)";
+  predicted.tracks = {{"stage 0: A100 ×1 [0]", {0}, {{"F", 0, 0, 0, 0.0, 0.001}}, {}, {}, {}},
+                      {"stage 1: V100 ×1 [1]", {1}, {{"F", 0, 0, 1, 0.001, 0.002}}, {}, {}, {}}};
+  trace::Timeline measured;
+  measured.title = "tiny on lab: step 3 (measured)";
+  measured.tracks = {{"rank 1: cpu", {1}, {{"F", 0, 0, 1, 0.001, 0.004}}, {}, {}, {}},
+                     {"rank 0: cpu", {0}, {{"F", 0, 0, 0, 0.0, 0.002}}, {}, {}, {}}};
+  const std::string trace = both_traces(predicted, measured);
+  EXPECT_NE(trace.find("stage 1: V100 ×1 [1] · rank 1"), std::string::npos) << trace;
+  EXPECT_NE(trace.find("stage 0: A100 ×1 [0] · rank 0"), std::string::npos) << trace;
+  EXPECT_NE(trace.find("predicted: tiny on lab: step 3"), std::string::npos) << trace;
+  EXPECT_EQ(trace.find("(predicted)"), std::string::npos) << trace;
+  const std::string chart = both_charts(predicted, measured);
+  EXPECT_NE(chart.find("measured: tiny on lab: step 3"), std::string::npos);
+  EXPECT_NE(chart.find("-50.0%"), std::string::npos);  // 2 ms predicted, 4 ms measured
+
+  nlohmann::json report = compare_timelines(predicted, measured);
+  add_replay(report, 0.003, measured);
+  EXPECT_DOUBLE_EQ(report["replayed_iteration_s"].get<double>(), 0.003);
+  EXPECT_DOUBLE_EQ(report["replayed_error"].get<double>(), 0.003 / 0.004 - 1);
+}
+
 }  // namespace
 }  // namespace hyperpipe::report

@@ -8,6 +8,10 @@
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/report/table.h"
 #include "hyperpipe/schedule/op.h"
+#include "hyperpipe/sim/measured_compute.h"
+#include "hyperpipe/sim/plan_simulation.h"
+#include "hyperpipe/trace/chrome_trace.h"
+#include "hyperpipe/trace/svg_gantt.h"
 
 namespace hyperpipe::report {
 
@@ -304,6 +308,71 @@ void print_comparison(const json& report, std::ostream& out, bool times) {
         format_duration(report["replayed_iteration_s"].get<double>()),
         100 * report["replayed_error"].get<double>());
   }
+}
+
+namespace {
+
+// The measured run with each process named after its device group as the prediction
+// names it, and its rank ("stage 1: V100-16GB ×2 [2-3] · rank 3").
+trace::Timeline named_by_group(const trace::Timeline& predicted, const trace::Timeline& measured) {
+  trace::Timeline renamed = measured;
+  for (auto& track : renamed.tracks) {
+    const int group = matching_track(predicted, track);
+    const std::string rank = track.name.substr(0, track.name.find(':'));
+    track.name = fmt::format("{} · {}", predicted.tracks[group].name, rank);
+  }
+  return renamed;
+}
+
+// A timeline's title without the " (measured)" or " (predicted)" it ends with, for a
+// chart that says so once, in its heading ("tiny-gpt on cpu-emulated: step 3 (measured)").
+std::string without_word(const std::string& title, const std::string& word) {
+  const std::string suffix = " (" + word + ")";
+  const bool ends_so = title.size() >= suffix.size() &&
+                       title.compare(title.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return ends_so ? title.substr(0, title.size() - suffix.size()) : title;
+}
+
+std::string headed(const std::string& word, const std::string& title) {
+  return word + ": " + without_word(title, word);
+}
+
+}  // namespace
+
+std::optional<double> replayed_iteration(const cost::CostModel& costs, const plan::Plan& plan,
+                                         const trace::Timeline& measured) {
+  const sim::MeasuredComputes computes = sim::measured_compute(plan, measured);
+  if (computes.empty()) return std::nullopt;
+  sim::SimOptions replay;
+  replay.measured = &computes;
+  return sim::simulate_plan(costs, plan, replay).output.iteration_time;
+}
+
+void add_replay(nlohmann::json& report, double replayed, const trace::Timeline& measured) {
+  const double end = measured.end_time();
+  report["replayed_iteration_s"] = replayed;
+  report["replayed_error"] = end > 0 ? replayed / end - 1 : 0.0;
+}
+
+std::string both_traces(const trace::Timeline& predicted, const trace::Timeline& measured) {
+  trace::Timeline first = predicted;
+  first.title = headed("predicted", predicted.title);
+  trace::Timeline second = named_by_group(predicted, measured);
+  second.title = headed("measured", measured.title);
+  return trace::chrome_trace({&first, &second}).dump();
+}
+
+std::string both_charts(const trace::Timeline& predicted, const trace::Timeline& measured) {
+  const trace::Timeline renamed = named_by_group(predicted, measured);
+  const double predicted_end = predicted.end_time();
+  const double measured_end = measured.end_time();
+  const std::string subtitle =
+      fmt::format("iteration predicted {}, measured {} ({:+.1f}%)", format_duration(predicted_end),
+                  format_duration(measured_end),
+                  measured_end > 0 ? 100 * (predicted_end / measured_end - 1) : 0.0);
+  return trace::svg_gantt(without_word(measured.title, "measured"), subtitle,
+                          {{headed("predicted", predicted.title), &predicted},
+                           {headed("measured", measured.title), &renamed}});
 }
 
 }  // namespace hyperpipe::report

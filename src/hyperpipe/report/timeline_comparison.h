@@ -9,6 +9,8 @@
 #include <ostream>
 #include <string>
 
+#include "hyperpipe/cost/cost_model.h"
+#include "hyperpipe/plan/plan.h"
 #include "hyperpipe/trace/timeline.h"
 
 namespace hyperpipe::report {
@@ -30,5 +32,23 @@ int matching_track(const trace::Timeline& predicted, const trace::Track& measure
 // Without `times`, the memory alone (a prediction of other devices' speed, as CPU
 // stand-ins costed from GPU datasheets, still predicts their memory).
 void print_comparison(const nlohmann::json& report, std::ostream& out, bool times = true);
+
+// The plan's iteration on the simulator with the compute `measured` shows in place of the
+// cost model's (transfers and gradient sums stay the model's); nothing when no process of
+// `measured` ran on the plan's devices.
+std::optional<double> replayed_iteration(const cost::CostModel& costs, const plan::Plan& plan,
+                                         const trace::Timeline& measured);
+
+// Adds the replay to a comparison document: its iteration and its error against the
+// measured one.
+void add_replay(nlohmann::json& report, double replayed, const trace::Timeline& measured);
+
+// Both timelines in one Chrome trace, a process each: predicted, then measured, each
+// measured process named after its predicted device group.
+std::string both_traces(const trace::Timeline& predicted, const trace::Timeline& measured);
+
+// Both Gantt charts on one time axis, predicted above measured, the iterations and their
+// difference in the subtitle.
+std::string both_charts(const trace::Timeline& predicted, const trace::Timeline& measured);
 
 }  // namespace hyperpipe::report
