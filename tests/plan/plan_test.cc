@@ -157,6 +157,28 @@ TEST(Plan, InterleavedAndHeteroSchedules) {
   EXPECT_EQ(hetero.warmup, (std::vector<int>{4, 1}));
 }
 
+// A launcher's share of a run across hosts: the ranks of its devices, ascending; a device
+// the plan lacks or one given twice is refused naming --devices-here.
+TEST(Plan, TheRanksOfALaunchersDevices) {
+  const Plan plan = read_plan(YamlField::load_string(R"({
+    "format": "hyperpipe.plan/1", "model": "gpt2", "cluster": "a100x8",
+    "micro_batch_size": 1, "micro_batches": 4,
+    "stages": [{"layers": [0, 7], "devices": [4, 5], "dp": 2},
+               {"layers": [7, 14], "devices": [1]}]})",
+                                                     "r.json"));
+  ASSERT_EQ(devices_in_rank_order(plan), (std::vector<int>{4, 5, 1}));
+  EXPECT_EQ(ranks_of_devices(plan, {}), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(ranks_of_devices(plan, {1, 4}), (std::vector<int>{0, 2}));
+  EXPECT_NE(error_message<InputError>([&] {
+              ranks_of_devices(plan, {2});
+            }).find("devices of the plan (1,4-5)"),
+            std::string::npos);
+  EXPECT_NE(error_message<InputError>([&] {
+              ranks_of_devices(plan, {5, 5});
+            }).find("--devices-here: 5: each device once"),
+            std::string::npos);
+}
+
 class BadPlanFile : public ::testing::TestWithParam<BadInputCase> {};
 
 TEST_P(BadPlanFile, SaysWhereAndWhat) {

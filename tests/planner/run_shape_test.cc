@@ -67,6 +67,21 @@ TEST(RunShape, VirtualStagesInterleaveChunksOverThePipelineRanks) {
   EXPECT_EQ(plan.stages[3].recompute, model::Recompute::full);
 }
 
+// The data-parallel size as Megatron-LM takes it: given, or the world over tp × pp, which
+// must divide it.
+TEST(RunShape, TheDataParallelSizeIsTheWorldOverTpAndPp) {
+  EXPECT_EQ(data_parallel_size(16, 2, 4, 0), 2);
+  EXPECT_EQ(data_parallel_size(16, 2, 4, 1), 1);  // fewer than the cluster has
+  EXPECT_EQ(data_parallel_size(13, 1, 1, 0), 13);
+  try {
+    data_parallel_size(12, 8, 1, 0);
+    FAIL() << "8 does not divide 12";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.source(), "--tp 8 --pp 1");
+    EXPECT_NE(error.expected().find("dividing the cluster's 12 GPUs"), std::string::npos);
+  }
+}
+
 TEST(RunShape, RefusesWhatMegatronWouldRefuseNamingTheFlag) {
   const Fixture f;
   const auto refusal = [&](RunShape run) -> std::string {

@@ -40,31 +40,6 @@ struct LaunchArgs {
   elastic::ElasticSettings elastic_settings;
 };
 
-// The global ranks of the plan's processes this launcher starts: those of `here` (every
-// device when empty), ascending. Refuses a device the plan does not have, or a repeat.
-std::vector<int> ranks_here(const plan::Plan& plan, const std::vector<int>& here) {
-  const auto devices = plan::devices_in_rank_order(plan);
-  std::vector<int> ranks;
-  if (here.empty()) {
-    for (size_t rank = 0; rank < devices.size(); ++rank) ranks.push_back(static_cast<int>(rank));
-    return ranks;
-  }
-  for (int device : here) {
-    const auto found = std::find(devices.begin(), devices.end(), device);
-    if (found == devices.end()) {
-      throw InputError("--devices-here", std::to_string(device),
-                       fmt::format("devices of the plan ({})", plan::format_devices(devices)));
-    }
-    const int rank = static_cast<int>(found - devices.begin());
-    if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) {
-      throw InputError("--devices-here", std::to_string(device), "each device once");
-    }
-    ranks.push_back(rank);
-  }
-  std::sort(ranks.begin(), ranks.end());
-  return ranks;
-}
-
 // A run whose processes several launchers start (one per host) meets at one address and
 // port, under one secret that every host's environment holds.
 void check_shared_run(const LaunchArgs& args, bool adapts) {
@@ -250,7 +225,7 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
         args->plan, launch::option_value(command->remaining(), "--cluster"));
     const plan::Plan& plan = checked.plan;
     launch::LaunchSpec spec;
-    spec.ranks = ranks_here(plan, args->devices_here);
+    spec.ranks = plan::ranks_of_devices(plan, args->devices_here);
     spec.processes = static_cast<int>(spec.ranks.size());
     spec.world_size = static_cast<int>(plan::devices_in_rank_order(plan).size());
     const bool shared = spec.processes < spec.world_size;

@@ -76,13 +76,7 @@ planner::RunShape run_shape(const RunArgs& args, int devices, plan::Framework ru
   planner::RunShape run;
   run.tp = args.tp;
   run.pp = args.pp;
-  // Megatron-LM's data-parallel size: the world size over tp × pp, which must divide it.
-  if (!args.dp && devices % (args.tp * args.pp) != 0) {
-    throw InputError(
-        fmt::format("--tp {} --pp {}", args.tp, args.pp), "",
-        fmt::format("tp × pp dividing the cluster's {} GPUs (or --dp to use fewer)", devices));
-  }
-  run.dp = args.dp ? *args.dp : devices / (args.tp * args.pp);
+  run.dp = planner::data_parallel_size(devices, args.tp, args.pp, args.dp.value_or(0));
   run.micro_batch = args.micro_batch;
   run.global_batch = *args.global_batch;
   run.seq_len = args.seq_len;

@@ -207,6 +207,29 @@ Plan load_plan(const std::string& path) {
   return read_plan(YamlField::load_file(path));
 }
 
+std::vector<int> ranks_of_devices(const Plan& plan, const std::vector<int>& devices_given) {
+  const auto devices = devices_in_rank_order(plan);
+  std::vector<int> ranks;
+  if (devices_given.empty()) {
+    for (size_t rank = 0; rank < devices.size(); ++rank) ranks.push_back(static_cast<int>(rank));
+    return ranks;
+  }
+  for (int device : devices_given) {
+    const auto found = std::find(devices.begin(), devices.end(), device);
+    if (found == devices.end()) {
+      throw InputError("--devices-here", std::to_string(device),
+                       fmt::format("devices of the plan ({})", format_devices(devices)));
+    }
+    const int rank = static_cast<int>(found - devices.begin());
+    if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) {
+      throw InputError("--devices-here", std::to_string(device), "each device once");
+    }
+    ranks.push_back(rank);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
 std::vector<int> devices_in_rank_order(const Plan& plan) {
   std::vector<int> devices;
   for (int p = 0; p < plan.pipeline_count(); ++p) {

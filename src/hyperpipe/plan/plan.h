@@ -102,6 +102,11 @@ Plan load_plan(const std::string& path);
 // (dp_index · tp + tp_index), as the runtime numbers its processes (runtime/rank_layout.h).
 std::vector<int> devices_in_rank_order(const Plan& plan);
 
+// The ranks of the plan's processes on `devices` (every device when empty), ascending: a
+// launcher's share of a run across hosts. Throws InputError (naming --devices-here) for a
+// device the plan does not have, or one given twice.
+std::vector<int> ranks_of_devices(const Plan& plan, const std::vector<int>& devices);
+
 // Device ids as compact text: "0-3,8,12-15".
 std::string format_devices(const std::vector<int>& devices);
 

@@ -9,6 +9,16 @@
 
 namespace hyperpipe::planner {
 
+int data_parallel_size(int devices, int tp, int pp, int dp) {
+  if (dp > 0) return dp;
+  if (devices % (tp * pp) != 0) {
+    throw InputError(
+        fmt::format("--tp {} --pp {}", tp, pp), "",
+        fmt::format("tp × pp dividing the cluster's {} GPUs (or --dp to use fewer)", devices));
+  }
+  return devices / (tp * pp);
+}
+
 plan::Plan plan_of_run(const RunShape& run, const cost::CostModel& costs,
                        const std::string& model_ref, const std::string& cluster_ref) {
   const int devices = static_cast<int>(costs.cluster().devices().size());
