@@ -27,6 +27,21 @@ TEST(LinkProfiler, FitRecoversLatencyAndBandwidth) {
 
 // Two real Gloo ranks on 127.0.0.1: every size measured, larger messages take longer, and
 // the fit is a link a transfer can be costed with.
+// The fit keeps the measured table beside it, one row per message size.
+TEST(LinkProfiler, TheTabledLinkIsTheFitWithItsSamples) {
+  LinkProfile links;
+  links.point_to_point.latency = 2e-6;
+  links.point_to_point.bandwidth = 1e10;
+  links.samples = {{1024, 3e-6, 5e-6}, {1 << 20, 1.1e-4, 2.3e-4}};
+  const cluster::Link tabled = tabled_link(links);
+  EXPECT_DOUBLE_EQ(tabled.latency, 2e-6);
+  EXPECT_DOUBLE_EQ(tabled.bandwidth, 1e10);
+  ASSERT_EQ(tabled.table.size(), 2u);
+  EXPECT_DOUBLE_EQ(tabled.table[1].bytes, 1 << 20);
+  EXPECT_DOUBLE_EQ(tabled.table[1].one_way, 1.1e-4);
+  EXPECT_DOUBLE_EQ(tabled.table[1].all_reduce, 2.3e-4);
+}
+
 TEST(LinkProfiler, MeasuresGlooBetweenTwoRanks) {
   LinkProfileSettings settings;
   settings.port = launch::free_port();

@@ -7,18 +7,19 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/progress_line.h"
 #include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/cluster/profile_targets.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/report/table.h"
+#include "hyperpipe/runtime/device_name.h"
 #include "hyperpipe/runtime/host_memory.h"
 #include "hyperpipe/runtime/link_profiler.h"
 #include "hyperpipe/runtime/memory_profiler.h"
@@ -53,49 +54,16 @@ struct ProfileArgs {
 
 constexpr const char* kProfilingFormat = "hyperpipe.profiling/1";
 
-// The GPU types entries are written for, each with 1 / its speed: the cluster's stand-ins,
-// or the one --as names (1).
+// The GPU types entries are written for, each with 1 / its speed (cluster/profile_targets.h).
 std::vector<std::pair<std::string, double>> targets(const ProfileArgs& args) {
+  std::optional<cluster::Cluster> cluster;
+  if (args.cluster) cluster = cluster::load_cluster(*args.cluster);
   std::vector<std::pair<std::string, double>> result;
-  if (args.cluster) {
-    const auto cluster = cluster::load_cluster(*args.cluster);
-    std::set<std::string> seen;
-    for (int d = 0; d < static_cast<int>(cluster.devices().size()); ++d) {
-      const auto& type = cluster.device_type(d);
-      if (!seen.insert(type.name).second || !type.speed) continue;
-      result.emplace_back(type.name, 1.0 / *type.speed);
-    }
-    if (result.empty()) {
-      throw InputError(*args.cluster, "gpu_types",
-                       "a type with a `speed` (a CPU stand-in); profile real GPUs on the GPU "
-                       "with --device cuda --as TYPE");
-    }
+  for (const auto& target : cluster::profile_targets(cluster ? &*cluster : nullptr,
+                                                     args.cluster.value_or(""), args.as)) {
+    result.emplace_back(target.type, target.factor);
   }
-  if (args.as) result.emplace_back(*args.as, 1.0);
-  if (result.empty()) result.emplace_back("host", 1.0);
   return result;
-}
-
-// "cpu", "cuda" (device 0) or "cuda:N".
-torch::Device profiled_device(const std::string& name) {
-  if (name == "cpu") return torch::kCPU;
-  int index = 0;
-  if (name != "cuda") {
-    const std::string prefix = "cuda:";
-    const std::string number = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : "";
-    if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) {
-      throw InputError("--device", name, "cpu, cuda or cuda:N");
-    }
-    index = std::stoi(number);
-  }
-  if (!torch::cuda::is_available()) {
-    throw InputError("--device", name, "cpu: this libtorch or machine has no CUDA");
-  }
-  if (index >= static_cast<int>(torch::cuda::device_count())) {
-    throw InputError("--device", name,
-                     fmt::format("a CUDA device below {}", torch::cuda::device_count()));
-  }
-  return {torch::kCUDA, static_cast<c10::DeviceIndex>(index)};
 }
 
 // The measured times as a table, then their fits.
@@ -112,16 +80,6 @@ void print_link_profile(const runtime::LinkProfile& links, std::ostream& out) {
   };
   out << fmt::format("  point-to-point: {}; all-reduce link: {}\n", describe(links.point_to_point),
                      describe(links.all_reduce));
-}
-
-// The point-to-point fit with the table itself, for the cost model to interpolate.
-cluster::Link tabled_link(const runtime::LinkProfile& links) {
-  cluster::Link link = links.point_to_point;
-  for (const auto& sample : links.samples) {
-    link.table.push_back(
-        {static_cast<double>(sample.bytes), sample.point_to_point, sample.all_reduce});
-  }
-  return link;
 }
 
 // The link probe's sizes on a progress line ("message 64.0 KiB measured").
@@ -146,7 +104,7 @@ nlohmann::json run_link_profile(const ProfileArgs& args, std::ostream& out) {
                      "measures two processes of this host");
   }
   runtime::LinkProfileSettings settings;
-  settings.device = profiled_device(args.device);
+  settings.device = runtime::parse_device(args.device);
   cost::ProfileDb db;
   if (rendezvous.rank == 0 && std::filesystem::exists(args.out)) {
     db = cost::ProfileDb::load(args.out);
@@ -160,14 +118,14 @@ nlohmann::json run_link_profile(const ProfileArgs& args, std::ostream& out) {
     throw InputError("--cluster", *args.cluster, "a cluster of two devices or more");
   cost::MeasuredLinks measured{cluster.name(),
                                levels.begin()->second.backend,
-                               tabled_link(levels.begin()->second),
+                               runtime::tabled_link(levels.begin()->second),
                                levels.begin()->second.all_reduce,
                                {}};
   for (const auto& [level, links] : levels) {
     out << fmt::format("{} (device 0 and the first device {} from it)\n", to_string(level),
                        level == cluster::LinkLevel::intra_node ? "in its node" : "that far");
     print_link_profile(links, out);
-    measured.levels[level] = tabled_link(links);
+    measured.levels[level] = runtime::tabled_link(links);
   }
   db.set_links(measured);
   const nlohmann::json written = cost::to_json(db);
@@ -187,7 +145,7 @@ nlohmann::json run_memory_profile(const ProfileArgs& args, const model::Model& m
   torch::set_num_threads(args.threads);
   runtime::keep_freed_memory();  // as the training processes do
   runtime::MemoryProfileSettings settings;
-  settings.device = profiled_device(args.device);
+  settings.device = runtime::parse_device(args.device);
   settings.port = launch::free_port();
   // The largest micro-batch asked for: the allocator's mix as the biggest stage holds it.
   settings.micro_batch = *std::max_element(args.micro_batches.begin(), args.micro_batches.end());
@@ -261,7 +219,7 @@ nlohmann::json run_profile(const ProfileArgs& args, std::ostream& out) {
   settings.micro_batches = args.micro_batches;
   settings.tensor_parallel = args.tensor_parallel;
   settings.seq_len = args.seq_len;
-  settings.device = profiled_device(args.device);
+  settings.device = runtime::parse_device(args.device);
   const std::string host = runtime::device_description(settings.device);
   out << fmt::format("profiling {} on {} ({} thread{})\n", model.config().name, host, args.threads,
                      args.threads == 1 ? "" : "s")
@@ -317,7 +275,7 @@ nlohmann::json run_profile(const ProfileArgs& args, std::ostream& out) {
     const auto links = runtime::profile_links(link_settings);
     link_progress.finish();
     print_link_profile(links, out);
-    const cluster::Link point_to_point = tabled_link(links);
+    const cluster::Link point_to_point = runtime::tabled_link(links);
     cluster::Link all_reduce = links.all_reduce;
     all_reduce.table = point_to_point.table;
     db.set_links({cluster_name, links.backend, point_to_point, all_reduce, {}});

@@ -205,4 +205,13 @@ std::map<cluster::LinkLevel, LinkProfile> profile_links_across(
   return result;
 }
 
+cluster::Link tabled_link(const LinkProfile& links) {
+  cluster::Link link = links.point_to_point;
+  for (const auto& sample : links.samples) {
+    link.table.push_back(
+        {static_cast<double>(sample.bytes), sample.point_to_point, sample.all_reduce});
+  }
+  return link;
+}
+
 }  // namespace hyperpipe::runtime

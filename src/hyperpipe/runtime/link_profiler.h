@@ -73,6 +73,9 @@ std::map<cluster::LinkLevel, LinkProfile> profile_links_across(const Rendezvous&
                                                                const cluster::Cluster& cluster,
                                                                const LinkProfileSettings& settings);
 
+// The point-to-point fit with the measured table itself, for the cost model to interpolate.
+cluster::Link tabled_link(const LinkProfile& links);
+
 // Least squares of seconds = latency + bytes / bandwidth (latency at least 0).
 cluster::Link fit_link(const std::vector<std::pair<double, double>>& bytes_and_seconds);
 
