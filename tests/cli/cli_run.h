@@ -19,6 +19,9 @@ struct Result {
 
 using hyperpipe::testing::slurp;
 
+// The repository's examples/ folder, where the commands' example inputs are.
+inline const std::string kExamples = HYPERPIPE_EXAMPLES;
+
 // `binary args`, with stdin closed; `prefix` goes before it (variables, `cd dir &&`).
 inline Result run_binary(const std::string& binary, const std::string& args,
                          const std::string& prefix = "") {

@@ -23,7 +23,7 @@ using testing::Result;
 using testing::run;
 using testing::slurp;
 
-const std::string kExamples = HYPERPIPE_EXAMPLES;
+using testing::kExamples;
 
 TEST(Cli, ModelsListsTheCatalogue) {
   const Result r = run("models");

@@ -16,7 +16,7 @@ namespace {
 using testing::Result;
 using testing::run;
 
-const std::string kExamples = HYPERPIPE_EXAMPLES;
+using testing::kExamples;
 
 // The example plan with its cluster's path made absolute and `memory_margin` set.
 std::string plan_with_margin(double margin, const std::string& name) {

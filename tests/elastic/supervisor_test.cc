@@ -34,7 +34,7 @@ std::vector<int> devices_of(const plan::Plan& plan) {
   return devices;
 }
 
-struct Fixture {
+struct AmpereAndTuringRun {
   model::Model model{*model::find_catalogue_model("gpt2")};
   cluster::Cluster cluster =
       cluster::read_cluster_yaml(YamlField::load_string(kAmpereAndTuring, "ampere-and-turing"));
@@ -69,7 +69,7 @@ struct Fixture {
 // A loss counts a restart and plans the devices left, naming the first plan's model and
 // cluster; once --max-restarts are used up the next loss ends the run with its exit code.
 TEST(Supervisor, ALossIsPlannedAroundUntilTheRestartsAreUsedUp) {
-  Fixture f;
+  AmpereAndTuringRun f;
   const plan::Plan first = f.plan_of();
   ASSERT_EQ(devices_of(first), (std::vector<int>{0, 1, 2, 3}));
   SupervisorRules rules;
@@ -105,7 +105,7 @@ TEST(Supervisor, ALossIsPlannedAroundUntilTheRestartsAreUsedUp) {
 // Fewer devices left than --min-devices end the run; more than the plan has are refused
 // before it starts.
 TEST(Supervisor, TheRunEndsBelowMinDevices) {
-  Fixture f;
+  AmpereAndTuringRun f;
   SupervisorRules rules;
   rules.min_devices = 3;
   Supervisor supervisor = f.supervisor(f.plan_of(), rules);
@@ -126,7 +126,7 @@ TEST(Supervisor, TheRunEndsBelowMinDevices) {
 // A device keeps the process slot (its GPU, LOCAL_RANK) it first had, through a loss and an
 // offer back; a device new to the run takes the next slot.
 TEST(Supervisor, ADeviceKeepsItsSlot) {
-  Fixture f;
+  AmpereAndTuringRun f;
   const plan::Plan first = f.plan_of({1, 2, 3});
   const auto order = plan::devices_in_rank_order(first);
   Supervisor supervisor = f.supervisor(first);
@@ -144,7 +144,7 @@ TEST(Supervisor, ADeviceKeepsItsSlot) {
 // Across hosts the run starts with the leader's devices; an offer before the first round
 // puts a device in the run from its start, with no hand-over.
 TEST(Supervisor, AnOfferBeforeTheStartIsInTheRunFromItsStart) {
-  Fixture f;
+  AmpereAndTuringRun f;
   Supervisor supervisor = f.supervisor(f.plan_of());
   supervisor.start_with({1, 0});
   EXPECT_EQ(supervisor.available(), (std::vector<int>{0, 1}));
@@ -161,7 +161,7 @@ TEST(Supervisor, AnOfferBeforeTheStartIsInTheRunFromItsStart) {
 // After the start, an offered device whose plan is --adapt-gain faster hands over at the next
 // checkpoint, and the plan made then has it; one that gains less stays a spare.
 TEST(Supervisor, AnOfferHandsOverOnlyWhenItsPlanGainsEnough) {
-  Fixture f;
+  AmpereAndTuringRun f;
   const plan::Plan two_t4s = f.plan_of({2, 3});
   SupervisorRules rules;
   rules.checkpoint_every = 10;
@@ -194,7 +194,7 @@ TEST(Supervisor, AnOfferHandsOverOnlyWhenItsPlanGainsEnough) {
 // A device already in the run, or not in its cluster, is refused and changes nothing; an
 // agent that goes takes its devices with it.
 TEST(Supervisor, RefusedOffersAndWithdrawnDevicesAreNotTheRuns) {
-  Fixture f;
+  AmpereAndTuringRun f;
   Supervisor supervisor = f.supervisor(f.plan_of({2, 3}));
   supervisor.start();
   Offered offered = supervisor.offer(2);
@@ -211,7 +211,7 @@ TEST(Supervisor, RefusedOffersAndWithdrawnDevicesAreNotTheRuns) {
 
 // Devices no agent offered by --host-wait are planned without, down to --min-devices.
 TEST(Supervisor, DevicesNoAgentOfferedArePlannedWithout) {
-  Fixture f;
+  AmpereAndTuringRun f;
   Supervisor supervisor = f.supervisor(f.plan_of());
   supervisor.start_with({0, 1});
   const PlanChange change = supervisor.go_on_without_missing(60);

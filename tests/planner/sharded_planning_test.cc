@@ -18,7 +18,7 @@ TEST(ShardedPlanning, TheFastestFoundIsKeptTheFirstOfATie) {
   EXPECT_FALSE(fastest_found({}));
 }
 
-struct Fixture {
+struct PlanningProblem {
   model::Model model = model::load_model("gpt3-1.3b");
   cluster::Cluster cluster = cluster::load_cluster("a100-v100-t4");
 
@@ -44,7 +44,7 @@ struct Fixture {
 // Both shardings searched side by side keep the faster of the plans each finds alone, and
 // the plan records the sharding only where a stage has data-parallel ranks to shard over.
 TEST(ShardedPlanning, BothWaysKeepsTheFasterPlanOfEach) {
-  Fixture f;
+  PlanningProblem f;
   int calls = 0;
   const Planned planned = plan_sharded(f.planning({false, true}), [&](int index) {
     EXPECT_EQ(index, calls++);
@@ -64,7 +64,7 @@ TEST(ShardedPlanning, BothWaysKeepsTheFasterPlanOfEach) {
 // What the plan records of its costing: the sequence parallelism always, the dtype and the
 // memory margin only where they were given.
 TEST(ShardedPlanning, ThePlanRecordsTheSettingsGiven) {
-  Fixture f;
+  PlanningProblem f;
   ShardedPlanning planning = f.planning({false});
   planning.options.memory_margin = 0.2;
   planning.records_memory_margin = true;
@@ -80,7 +80,7 @@ TEST(ShardedPlanning, ThePlanRecordsTheSettingsGiven) {
 
 // A baseline replaces the search: its best layout, with no search result.
 TEST(ShardedPlanning, ABaselineIsItsBestLayout) {
-  Fixture f;
+  PlanningProblem f;
   ShardedPlanning planning = f.planning({false});
   planning.baseline = Baseline::uniform;
   planning.baseline_name = "uniform";
