@@ -36,6 +36,31 @@ TEST(Blame, ARoundEndIsReadFromItsRanksCodes) {
   EXPECT_EQ(read_round_end(ended(1, 0, {1, 143}), kExitPlanSwitch), RoundEnd::kRankLost);
 }
 
+// The rounds a run does not go on from end it with the reason and exit code a user reads;
+// the others (finished, handed over, a rank lost) end nothing.
+TEST(Blame, TheRoundsARunEndsAfterSayWhy) {
+  auto ending = ending_of(RoundEnd::kStopped, ended(130, -1, {130, 130}, SIGINT));
+  ASSERT_TRUE(ending);
+  EXPECT_EQ(ending->code(), 130);
+  EXPECT_NE(std::string(ending->what()).find("every worker stopped after its step"),
+            std::string::npos)
+      << ending->what();
+  ending = ending_of(RoundEnd::kUnblamed, ended(0, -1, {143, 143}, 0, true));
+  ASSERT_TRUE(ending);
+  EXPECT_EQ(ending->code(), kExitInternalError);
+  ending = ending_of(RoundEnd::kInputsRefused, ended(kExitBadInput, 3, {143, 2}));
+  ASSERT_TRUE(ending);
+  EXPECT_EQ(ending->code(), kExitBadInput);
+  EXPECT_NE(std::string(ending->what())
+                .find("rank 3 refused its inputs (exit code 2); not "
+                      "restarting"),
+            std::string::npos)
+      << ending->what();
+  for (const RoundEnd goes_on : {RoundEnd::kFinished, RoundEnd::kHandedOver, RoundEnd::kRankLost}) {
+    EXPECT_FALSE(ending_of(goes_on, ended(137, 1, {0, 137})));
+  }
+}
+
 // Only a signal other than the launchers' stop is a process's own end.
 TEST(Blame, AnOwnSignalIsAnyButTheStop) {
   EXPECT_TRUE(ended_by_own_signal(128 + SIGKILL));

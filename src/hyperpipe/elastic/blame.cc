@@ -1,10 +1,12 @@
 #include "hyperpipe/elastic/blame.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <algorithm>
 
 #include "hyperpipe/common/exit_codes.h"
+#include "hyperpipe/common/stop_signals.h"
 
 namespace hyperpipe::elastic {
 
@@ -17,6 +19,28 @@ RoundEnd read_round_end(const launch::LaunchResult& result, int handover_code) {
   if (result.failed_rank < 0) return RoundEnd::kUnblamed;
   if (result.exit_code == kExitBadInput) return RoundEnd::kInputsRefused;
   return RoundEnd::kRankLost;
+}
+
+std::optional<CommandFailed> ending_of(RoundEnd end, const launch::LaunchResult& result) {
+  switch (end) {
+    case RoundEnd::kStopped:
+      return CommandFailed(fmt::format("stopped by {}: every worker stopped after its step",
+                                       signal_name(result.signal)),
+                           result.exit_code);
+    case RoundEnd::kUnblamed:
+      return CommandFailed("the run's processes were stopped with no failure to blame",
+                           kExitInternalError);
+    case RoundEnd::kInputsRefused:
+      return CommandFailed(fmt::format("rank {} refused its inputs (exit code {}); not restarting: "
+                                       "a restart would refuse them too",
+                                       result.failed_rank, result.exit_code),
+                           result.exit_code);
+    case RoundEnd::kFinished:
+    case RoundEnd::kHandedOver:
+    case RoundEnd::kRankLost:
+      return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 bool ended_by_own_signal(int exit_code) {

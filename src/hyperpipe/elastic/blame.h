@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "hyperpipe/common/exit_codes.h"
 #include "hyperpipe/launch/process_launcher.h"
 
 namespace hyperpipe::elastic {
@@ -22,6 +23,11 @@ enum class RoundEnd {
 // What the round whose ranks ended as `result` (codes and the rank blamed merged over
 // every host) means for the run; `handover_code`: the code a rank ends with to hand over.
 RoundEnd read_round_end(const launch::LaunchResult& result, int handover_code);
+
+// The error a run ends with after a round that ended `end` (stopped by a signal, stopped
+// with no failure to blame, or a rank that refused its inputs, which a restart would
+// refuse too), with its exit code; nothing for a round the run goes on from.
+std::optional<CommandFailed> ending_of(RoundEnd end, const launch::LaunchResult& result);
 
 // A process a signal ended other than the stop the launchers send (SIGKILL, SIGSEGV, an
 // OOM kill) failed on its own; the others most likely failed on losing it.

@@ -202,32 +202,15 @@ class ElasticRun {
       } else {
         result = launch::launch_processes(spec, out_, err_);
       }
-      switch (read_round_end(result, kExitPlanSwitch)) {
-        case RoundEnd::kFinished:
-          return;
-        case RoundEnd::kHandedOver:
-          if (const auto reason = handover_requested(elastic_dir_)) {
-            replan_with_joined(result, *reason, restart + 1);
-          } else {
-            switch_plans(result, restart + 1);
-          }
-          continue;
-        case RoundEnd::kStopped:
-          throw CommandFailed(fmt::format("stopped by {}: every worker stopped after its step",
-                                          signal_name(result.signal)),
-                              result.exit_code);
-        case RoundEnd::kUnblamed:
-          throw CommandFailed("the run's processes were stopped with no failure to blame",
-                              kExitInternalError);
-        case RoundEnd::kInputsRefused:
-          throw CommandFailed(
-              fmt::format("rank {} refused its inputs (exit code {}); not restarting: "
-                          "a restart would refuse them too",
-                          result.failed_rank, result.exit_code),
-              result.exit_code);
-        case RoundEnd::kRankLost:
-          lose_rank(result, devices, restart + 1);
-          continue;
+      const RoundEnd end = read_round_end(result, kExitPlanSwitch);
+      if (end == RoundEnd::kFinished) return;
+      if (auto ending = ending_of(end, result)) throw std::move(*ending);
+      if (end == RoundEnd::kRankLost) {
+        lose_rank(result, devices, restart + 1);
+      } else if (const auto reason = handover_requested(elastic_dir_)) {
+        replan_with_joined(result, *reason, restart + 1);  // handed over for devices joined
+      } else {
+        switch_plans(result, restart + 1);  // handed over for a plan its rank 0 adapted
       }
     }
   }
