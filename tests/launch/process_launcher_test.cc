@@ -95,15 +95,23 @@ TEST(ProcessLauncher, TheFirstRankToReportAnErrorIsBlamedWithItsMessage) {
   EXPECT_EQ(failure_summary(result, 3), "rank 0 of 3 failed (exit code 2): --data: bad data");
 }
 
-// A rank killed outright writes nothing: the survivors' errors only say they lost it.
+// A rank killed outright writes nothing: the survivors' errors only say they lost it. Rank
+// 1 dies only once rank 0 has its trap set (a file says so): killed sooner, rank 0 would
+// be stopped before it could say anything, as happened on a loaded host.
 TEST(ProcessLauncher, ARankKilledOutrightIsBlamedThoughOthersReportedErrors) {
   std::ostringstream out;
   std::ostringstream err;
+  const std::string trap_set = hyperpipe::testing::temp_path("rank-0-trap-set");
+  std::remove(trap_set.c_str());
   const auto result = launch_processes(
-      shell("if [ $RANK = 1 ]; then kill -9 $$; fi; "
-            "trap 'echo \"[error] lost rank 1\" >&2; exit 1' TERM; sleep 60 & wait; exit 1",
+      shell(fmt::format("if [ $RANK = 1 ]; then while [ ! -e {0} ]; do sleep 0.01; done; "
+                        "kill -9 $$; fi; "
+                        "trap 'echo \"[error] lost rank 1\" >&2; exit 1' TERM; touch {0}; "
+                        "sleep 60 & wait; exit 1",
+                        trap_set),
             2),
       out, err);
+  std::remove(trap_set.c_str());
   EXPECT_EQ(result.failed_rank, 1);
   EXPECT_EQ(result.first_error_rank, 0);
   EXPECT_EQ(result.first_error, "lost rank 1");
