@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "hyperpipe/elastic/agent.h"
 #include "test_files.h"
 
 namespace hyperpipe::elastic {
@@ -134,6 +135,19 @@ TEST(ElasticHosts, AHeartbeaterBeatsUntilItEnds) {
   }
   EXPECT_FALSE(fs::exists(path));
   EXPECT_NE(heartbeat_path(dir, kLeaderName), heartbeat_path(dir, "leader-host"));
+}
+
+// An agent's name becomes a file name beside the leader's: letters, digits, '.', '_' and
+// '-', not hidden, and never the leader's own.
+TEST(Agent, ANameIsAPlainFileNameOtherThanTheLeaders) {
+  for (const std::string fine : {"host-b", "node_07", "b.rack2", "B"}) {
+    EXPECT_FALSE(agent_name_refusal(fine)) << fine;
+  }
+  for (const std::string refused : {"", "leader", ".b", "../b", "a/b", "b c", "b*"}) {
+    const auto why = agent_name_refusal(refused);
+    ASSERT_TRUE(why) << refused;
+    EXPECT_NE(why->find("a name of letters, digits"), std::string::npos) << *why;
+  }
 }
 
 }  // namespace

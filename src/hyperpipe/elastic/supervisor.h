@@ -70,7 +70,6 @@ class Supervisor {
   // The process slot, and so the GPU (LOCAL_RANK), a device first had: it keeps it.
   int local_rank(int device) const { return local_rank_of_.at(device); }
   int losses() const { return losses_; }
-  const SupervisorRules& rules() const { return rules_; }
 
   // Across hosts: only `devices` (the leader's) are the run's at first; the others become
   // the run's as their agents offer them.
