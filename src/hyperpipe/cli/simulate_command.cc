@@ -10,14 +10,12 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/estimator_option.h"
 #include "hyperpipe/cli/output_format.h"
-#include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/quantity.h"
-#include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/plan/plan_json.h"
-#include "hyperpipe/planner/run_shape.h"
+#include "hyperpipe/planner/described_run.h"
 #include "hyperpipe/report/planner_alternatives.h"
 #include "hyperpipe/report/simulation_report.h"
 #include "hyperpipe/trace/chrome_trace.h"
@@ -71,21 +69,26 @@ bool described(const RunArgs& run) {
   return false;
 }
 
-// The described run's shape; dp, where not given, from the cluster's GPUs.
-planner::RunShape run_shape(const RunArgs& args, int devices, plan::Framework runtime) {
-  planner::RunShape run;
-  run.tp = args.tp;
-  run.pp = args.pp;
-  run.dp = planner::data_parallel_size(devices, args.tp, args.pp, args.dp.value_or(0));
-  run.micro_batch = args.micro_batch;
-  run.global_batch = *args.global_batch;
-  run.seq_len = args.seq_len;
-  run.virtual_stages = args.virtual_stages;
-  run.recompute = *model::parse_recompute(args.recompute);
-  run.sequence_parallel = args.sequence_parallel;
-  run.shard_optimizer = args.distributed_optimizer;
-  run.runtime = runtime;
-  return run;
+// The described run, with the defaults of an undescribed model and cluster.
+planner::RunDescription run_description(const SimulateArgs& args, plan::Framework runtime) {
+  const RunArgs& run = args.run;
+  planner::RunDescription description;
+  planner::RunShape& shape = description.shape;
+  shape.tp = run.tp;
+  shape.pp = run.pp;
+  shape.dp = run.dp.value_or(0);
+  shape.micro_batch = run.micro_batch;
+  shape.global_batch = *run.global_batch;
+  shape.seq_len = run.seq_len;
+  shape.virtual_stages = run.virtual_stages;
+  shape.recompute = *model::parse_recompute(run.recompute);
+  shape.sequence_parallel = run.sequence_parallel;
+  shape.shard_optimizer = run.distributed_optimizer;
+  shape.runtime = runtime;
+  description.model = run.model.value_or(kDefaultModel);
+  description.cluster = args.cluster.value_or(kDefaultCluster);
+  if (run.dtype) description.dtype = *model::parse_dtype(*run.dtype);
+  return description;
 }
 
 // What simulate runs: a plan file's plan, or the described run's.
@@ -112,28 +115,15 @@ Simulated load_simulated(const SimulateArgs& args) {
                      "--plan FILE, or a run described as Megatron-LM's command line: --model M "
                      "--cluster C --global-batch B [--tp T --pp P --dp D --micro-batch b]");
   }
-  model::Model model = model::load_model(args.run.model.value_or(kDefaultModel));
-  if (args.run.dtype) model = model.in_dtype(*model::parse_dtype(*args.run.dtype));
-  const std::string cluster_ref = args.cluster.value_or(kDefaultCluster);
-  cluster::Cluster cluster = cluster::load_cluster(cluster_ref);
   const auto runtime = args.runtime ? plan::parse_framework(*args.runtime)
                                     : std::optional{plan::Framework::megatron};
   if (!runtime) {
     throw InputError("--runtime", *args.runtime,
                      fmt::format("one of {}", fmt::join(plan::framework_names(), ", ")));
   }
-  const auto run = run_shape(args.run, static_cast<int>(cluster.devices().size()), *runtime);
-  const cost::CostModel costs(model, cluster);
-  // Files named by absolute path, so the plan in the JSON report works from anywhere.
-  const auto reference = [](const std::string& name_or_path) {
-    if (!std::filesystem::is_regular_file(name_or_path)) return name_or_path;
-    return std::filesystem::absolute(name_or_path).lexically_normal().string();
-  };
-  plan::Plan plan = planner::plan_of_run(
-      run, costs, reference(args.run.model.value_or(kDefaultModel)), reference(cluster_ref));
-  if (args.run.dtype) plan.dtype = model.config().dtype;
+  auto [plan, model, cluster, shape] = planner::plan_described_run(run_description(args, *runtime));
   return {std::move(plan), std::move(model), std::move(cluster),
-          fmt::format("--tp {} --pp {} --dp {}", run.tp, run.pp, run.dp), run};
+          fmt::format("--tp {} --pp {} --dp {}", shape.tp, shape.pp, shape.dp), shape};
 }
 
 void run_simulate(const SimulateArgs& args, std::ostream& out) {

@@ -28,6 +28,11 @@ struct RunShape {
   plan::Framework runtime = plan::Framework::megatron;
 };
 
+// Megatron-LM's data-parallel size on a cluster of `devices` GPUs: `dp` where given (0:
+// not), else the world size over tp × pp, which must divide it. Throws InputError (naming
+// --tp and --pp) where it does not.
+int data_parallel_size(int devices, int tp, int pp, int dp);
+
 // The run as a plan: ranks numbered as Megatron-LM numbers them (tensor-parallel ranks
 // adjacent, then data-parallel, then pipeline stages), rank r on the cluster's device r;
 // decoder blocks split evenly over the pp · virtual_stages model chunks (uniform_split:
@@ -36,11 +41,6 @@ struct RunShape {
 // InputError naming the flag at fault: a batch that does not divide into micro-batches
 // of micro_batch × dp, more ranks than the cluster has devices, more model chunks than
 // blocks, a group of one stage on GPUs of different types.
-// Megatron-LM's data-parallel size on a cluster of `devices` GPUs: `dp` where given (0:
-// not), else the world size over tp × pp, which must divide it. Throws InputError (naming
-// --tp and --pp) where it does not.
-int data_parallel_size(int devices, int tp, int pp, int dp);
-
 plan::Plan plan_of_run(const RunShape& run, const cost::CostModel& costs,
                        const std::string& model_ref, const std::string& cluster_ref);
 
