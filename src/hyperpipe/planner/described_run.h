@@ -15,8 +15,8 @@ namespace hyperpipe::planner {
 struct RunDescription {
   // dp 0 (as here): the cluster's GPUs over tp × pp (data_parallel_size).
   RunShape shape{.dp = 0};
-  std::string model;    // catalogue name or file
-  std::string cluster;  // catalogue name or file
+  std::string model;                  // catalogue name or file
+  std::string cluster;                // catalogue name or file
   std::optional<model::DType> dtype;  // unset: the model's
 };
 
