@@ -49,5 +49,29 @@ TEST(WorkerArguments, TheModelIsCostedInTheRunsDtype) {
   EXPECT_EQ(model_as_run(model, {"--dtype", "int3"}).config().dtype, model::DType::fp16);
 }
 
+// Through train's definition of an option: its value read as the type the worker reads
+// it as, and flags added or dropped with or without a value as the definition says.
+TEST(WorkerArguments, TypedThroughTrainsDefinition) {
+  namespace flags = train_flags;
+  const Arguments arguments{
+      "--steps",    "12",    "--adapt-gain=0.25", "--resume", "--checkpoint-every", "ten",
+      "--profiles", "p.json"};
+  EXPECT_EQ(value_of(arguments, flags::kSteps), 12);
+  EXPECT_EQ(value_of(arguments, flags::kAdaptGain), 0.25);
+  EXPECT_EQ(value_of(arguments, flags::kProfiles), "p.json");
+  EXPECT_FALSE(value_of(arguments, flags::kCheckpointEvery));  // "ten": the worker refuses it
+  EXPECT_FALSE(value_of(arguments, flags::kTimeout));
+  EXPECT_TRUE(given(arguments, flags::kResume));
+  EXPECT_FALSE(given(arguments, flags::kOverwrite));
+  EXPECT_EQ(
+      without(arguments, flags::kProfiles),
+      (Arguments{"--steps", "12", "--adapt-gain=0.25", "--resume", "--checkpoint-every", "ten"}));
+  EXPECT_EQ(without(arguments, flags::kResume).size(), arguments.size() - 1);
+  Arguments passed{"--steps", "3"};
+  append(passed, flags::kResume);
+  append(passed, flags::kPlan, "plan.json");
+  EXPECT_EQ(passed, (Arguments{"--steps", "3", "--resume", "--plan", "plan.json"}));
+}
+
 }  // namespace
 }  // namespace hyperpipe::launch

@@ -27,6 +27,8 @@
 #include "hyperpipe/sim/memory_verdict.h"
 
 namespace hyperpipe::cli {
+
+namespace train_flags = launch::train_flags;
 namespace {
 
 struct LaunchArgs {
@@ -70,7 +72,7 @@ void check_fits(const LaunchArgs& args, const plan::CheckedPlan& checked,
                 const std::vector<std::string>& extras) {
   const model::Model model = launch::model_as_run(checked.model, extras);
   std::optional<cost::ProfileDb> profiles;
-  if (const auto path = launch::option_value(extras, "--profiles")) {
+  if (const auto path = launch::value_of(extras, train_flags::kProfiles)) {
     profiles = cost::ProfileDb::load_for(*path, model.config().name);
   }
   const cost::CostModel costs(model, checked.cluster, {}, profiles ? &*profiles : nullptr);
@@ -92,7 +94,9 @@ void check_fits(const LaunchArgs& args, const plan::CheckedPlan& checked,
 void check_before_launch(const LaunchArgs& args, const std::vector<std::string>& extras,
                          std::ostream& err) {
   launch::LaunchSpec check;
-  check.command = {require_worker("launch"), "train", "--check", "--plan", args.plan};
+  check.command = {require_worker("launch"), "train"};
+  launch::append(check.command, train_flags::kCheck);
+  launch::append(check.command, train_flags::kPlan, args.plan);
   for (const auto& extra : extras) check.command.push_back(extra);
   check.bare = true;         // one process: its error is the launch's
   std::ostringstream quiet;  // its "ready" line: the run's own output follows
@@ -222,7 +226,7 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "--data examples/data/corpus.txt --steps 20");
   command->callback([args, command, &out, &err] {
     const auto checked = plan::load_checked_plan(
-        args->plan, launch::option_value(command->remaining(), "--cluster"));
+        args->plan, launch::value_of(command->remaining(), train_flags::kCluster));
     const plan::Plan& plan = checked.plan;
     launch::LaunchSpec spec;
     spec.ranks = plan::ranks_of_devices(plan, args->devices_here);
@@ -231,11 +235,12 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     const bool shared = spec.processes < spec.world_size;
     // The launcher's own options first, then the plan against the devices' memory (both
     // without the worker), then what every process would check.
-    if (shared) check_shared_run(*args, launch::has_flag(command->remaining(), "--adapt"));
+    if (shared) check_shared_run(*args, launch::given(command->remaining(), train_flags::kAdapt));
     plan::check_runs_here(plan, args->plan);
     check_fits(*args, checked, command->remaining());
     check_before_launch(*args, command->remaining(), err);
-    spec.command = {require_worker("launch"), "train", "--plan", args->plan};
+    spec.command = {require_worker("launch"), "train"};
+    launch::append(spec.command, train_flags::kPlan, args->plan);
     for (const auto& extra : command->remaining()) spec.command.push_back(extra);
     if (shared && args->elastic) {
       args->elastic_settings.devices_here = args->devices_here;
@@ -253,7 +258,7 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     }
     spec.grace = std::chrono::milliseconds(static_cast<int64_t>(args->grace_seconds * 1000));
     // Under --format json stdout holds rank 0's document alone; the rest goes to stderr.
-    const bool json = launch::option_value(command->remaining(), "--format") == "json";
+    const bool json = launch::value_of(command->remaining(), train_flags::kFormat) == "json";
     if (json) spec.raw_stdout_rank = 0;
     (json ? err : out) << fmt::format("launching {} for {}{}{}\n",
                                       counted(spec.processes, "process", "processes"), args->plan,
@@ -264,7 +269,7 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                                       args->elastic ? " (elastic)" : "")
                        << std::flush;
     // A run that adapts its plan hands over to the next through the elastic launcher.
-    if (args->elastic || launch::has_flag(command->remaining(), "--adapt")) {
+    if (args->elastic || launch::given(command->remaining(), train_flags::kAdapt)) {
       args->elastic_settings.worker = spec.command.front();
       elastic::launch_elastic(args->plan, command->remaining(), spec, args->elastic_settings, out,
                               err);

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <type_traits>
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
@@ -14,12 +15,43 @@
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/elastic/elastic_run.h"
 #include "hyperpipe/launch/parent_watch.h"
+#include "hyperpipe/launch/train_flags.h"
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/report/run_summary.h"
 #include "hyperpipe/report/training_report.h"
 #include "hyperpipe/runtime/trainer.h"
 
 namespace hyperpipe::cli {
+namespace {
+
+namespace tf = launch::train_flags;  // train's options, defined once
+
+// Whether an option read as T (train_flags.h) can be stored in a V (or an optional V).
+template <typename T, typename V>
+constexpr bool holds() {
+  if constexpr (requires(V v) { v.has_value(); }) {
+    return holds<T, typename V::value_type>();
+  } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, std::string>) {
+    return std::is_same_v<T, V>;
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return std::is_integral_v<V> && !std::is_same_v<V, bool>;
+  } else {
+    return std::is_floating_point_v<V>;
+  }
+}
+
+// Registers train's option `flag` (its name and help) to be read into `into`.
+template <typename T, typename V>
+CLI::Option* add(CLI::App& command, const tf::Flag<T>& flag, V& into) {
+  static_assert(holds<T, V>(), "the option's value does not fit where it is stored");
+  if constexpr (std::is_same_v<T, bool>) {
+    return command.add_flag(std::string(flag.name), into, std::string(flag.help));
+  } else {
+    return command.add_option(std::string(flag.name), into, std::string(flag.help));
+  }
+}
+
+}  // namespace
 
 using report::files_written_text;
 using report::precision_text;
@@ -37,189 +69,79 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto format = std::make_shared<OutputFormat>(OutputFormat::table);
   CLI::App* command = app.add_subcommand(
       "train", "Train with a plan: this process's device of it (see `hyperpipe launch`)");
-  command->add_option("--plan", options->plan_path, "Plan file")->required();
-  command
-      ->add_option("--data", options->data_path,
-                   "Text file to train on (bytes as tokens unless --tokenizer), JSON lines "
-                   "(.jsonl/.ndjson/.json: a document per line), or a Megatron-LM indexed "
-                   "dataset (PREFIX, with PREFIX.bin and PREFIX.idx: token ids)")
-      ->required();
-  command->add_option("--tokenizer", options->tokenizer,
-                      "Tokenize text and JSON lines with: a SentencePiece .model, a "
-                      "tokenizer.json, a GPT-2 vocab.json (merges.txt beside it), or a "
-                      "directory holding one; each document ends with its end-of-document "
-                      "token where it has one");
-  command->add_option("--json-key", options->json_key, "The JSON lines' field holding the text")
-      ->capture_default_str();
-  command->add_option("--cluster", options->cluster, "Cluster instead of the plan's");
-  command->add_option("--steps", options->steps, "Training steps")
-      ->default_val(10)
-      ->check(CLI::PositiveNumber);
-  command
-      ->add_option("--eval-interval", options->eval_interval,
-                   "Every this many steps (and after the last), the validation loss and "
-                   "perplexity on windows of the data held out of training (0: no validation; "
-                   "Megatron-LM's --eval-interval)")
+  add(*command, tf::kPlan, options->plan_path)->required();
+  add(*command, tf::kData, options->data_path)->required();
+  add(*command, tf::kTokenizer, options->tokenizer);
+  add(*command, tf::kJsonKey, options->json_key)->capture_default_str();
+  add(*command, tf::kCluster, options->cluster);
+  add(*command, tf::kSteps, options->steps)->default_val(10)->check(CLI::PositiveNumber);
+  add(*command, tf::kEvalInterval, options->eval_interval)
       ->default_val(0)
       ->check(CLI::NonNegativeNumber);
-  command
-      ->add_option("--eval-iters", options->eval_iters,
-                   "Validation batches (each a global batch) per evaluation: eval-iters × "
-                   "global batch windows are held out of training (Megatron-LM's --eval-iters)")
-      ->default_val(1)
-      ->check(CLI::PositiveNumber);
+  add(*command, tf::kEvalIters, options->eval_iters)->default_val(1)->check(CLI::PositiveNumber);
   auto& optimizer = options->optimizer;
-  command
-      ->add_option("--lr", optimizer.lr.max_lr, "AdamW learning rate (the peak, with a schedule)")
-      ->default_val(1e-3)
-      ->check(CLI::PositiveNumber);
-  command
-      ->add_option("--min-lr", optimizer.lr.min_lr,
-                   "The learning rate a decay ends at and holds (Megatron-LM's --min-lr)")
-      ->default_val(0.0)
-      ->check(CLI::NonNegativeNumber);
-  command
-      ->add_option("--lr-warmup-iters", optimizer.lr.warmup_iters,
-                   "Steps of linear warm-up from 0 to --lr (Megatron-LM's; the first step's rate "
-                   "is 0)")
+  add(*command, tf::kLr, optimizer.lr.max_lr)->default_val(1e-3)->check(CLI::PositiveNumber);
+  add(*command, tf::kMinLr, optimizer.lr.min_lr)->default_val(0.0)->check(CLI::NonNegativeNumber);
+  add(*command, tf::kLrWarmupIters, optimizer.lr.warmup_iters)
       ->default_val(0)
       ->check(CLI::NonNegativeNumber);
   auto decay_style = std::make_shared<std::string>("constant");
-  command
-      ->add_option("--lr-decay-style", *decay_style,
-                   "After the warm-up: constant, linear or cosine decay to --min-lr")
+  add(*command, tf::kLrDecayStyle, *decay_style)
       ->capture_default_str()
       ->check(CLI::IsMember({"constant", "linear", "cosine"}));
   auto decay_iters = std::make_shared<std::optional<int64_t>>();
-  command
-      ->add_option("--lr-decay-iters", *decay_iters,
-                   "Steps from the start to the end of the decay, warm-up included (default: "
-                   "--steps)")
-      ->check(CLI::PositiveNumber);
-  command->add_option("--weight-decay", optimizer.weight_decay, "AdamW weight decay (matrices)")
+  add(*command, tf::kLrDecayIters, *decay_iters)->check(CLI::PositiveNumber);
+  add(*command, tf::kWeightDecay, optimizer.weight_decay)
       ->default_val(0.1)
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--clip", optimizer.clip_norm, "Clip gradients at this global norm (0: off)")
-      ->default_val(1.0)
-      ->check(CLI::NonNegativeNumber);
-  command->add_option("--seed", *seed, "Seed of the initial weights and the data order")
-      ->default_val(0)
-      ->check(CLI::NonNegativeNumber);
-  command->add_option("--device", options->device, "cpu or cuda")
+  add(*command, tf::kClip, optimizer.clip_norm)->default_val(1.0)->check(CLI::NonNegativeNumber);
+  add(*command, tf::kSeed, *seed)->default_val(0)->check(CLI::NonNegativeNumber);
+  add(*command, tf::kDevice, options->device)
       ->default_val("cpu")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  command
-      ->add_option("--dtype", options->dtype,
-                   "bf16 or fp16 (mixed precision: fp32 master weights, gradients and AdamW "
-                   "state), fp32, or fp64 to compare runs exactly (default: the model's dtype)")
-      ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp64"}));
-  command->add_option("--loss-scale", options->loss_scale,
-                      "Dynamic loss scaling from this initial scale (default: 65536 in fp16, "
-                      "none otherwise)");
-  command
-      ->add_option("--loss-scale-interval", options->loss_scale_interval,
-                   "Steps without inf/nan gradients before the loss scale doubles")
+  add(*command, tf::kDtype, options->dtype)->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp64"}));
+  add(*command, tf::kLossScale, options->loss_scale);
+  add(*command, tf::kLossScaleInterval, options->loss_scale_interval)
       ->default_val(runtime::LossScaling{}.growth_interval)
       ->check(CLI::PositiveNumber);
   auto check_only = std::make_shared<bool>(false);
-  command->add_flag("--check", *check_only,
-                    "Check the options, plan, model, cluster, data (token ids against the "
-                    "vocabulary), checkpoint directory and dtype (that this machine's libtorch "
-                    "computes it) and exit; `hyperpipe launch` does so once before it starts "
-                    "any process");
-  command->add_option("--threads", options->threads, "Intra-op threads per process")
-      ->default_val(1)
-      ->check(CLI::PositiveNumber);
-  command
-      ->add_option("--timeout", *timeout_seconds,
-                   "Seconds to wait for a peer before giving up on it")
-      ->default_val(60.0)
-      ->check(CLI::PositiveNumber);
-  command->add_option("--metrics", report->metrics_path, "Write per-step metrics (JSON lines)");
-  command->add_option("--tensorboard", report->tensorboard_dir,
-                      "Write the steps' scalars (loss, learning rate, grad norm, step time, "
-                      "tokens/s, rank 0's device peak) as a TensorBoard event file in this "
-                      "directory (`tensorboard --logdir DIR`)");
-  command->add_option("--startup-record", report->startup_record_path,
-                      "Write when the run joined, built its layers, loaded its checkpoint and "
-                      "finished its first step (JSON, hyperpipe.startup/1; `launch --elastic` "
-                      "times its recoveries with it)");
-  command->add_option("--trace", report->trace_path, "Write the measured timeline (Chrome trace)");
-  command->add_option("--svg", report->svg_path, "Write the measured timeline as an SVG chart");
-  command->add_option("--timeline", report->timeline_path,
-                      "Write the measured timeline as JSON (hyperpipe.timeline/1)");
-  command->add_option("--trace-step", options->trace_step,
-                      "The step drawn by --trace/--svg/--timeline and compared with the prediction "
-                      "(default: the median of the last 32)");
-  command
-      ->add_option("--trace-steps", options->trace_steps,
-                   "Steps drawn one after another by --trace and --svg: from --trace-step, "
-                   "else the run's last (--timeline and the comparison keep one step)")
-      ->default_val(1)
-      ->check(positive_integer());
-  command->add_option("--profiles", *profiles_path,
-                      "Profiles for the predicted iteration printed at the end "
-                      "(hyperpipe profile); without, the cost model's estimates");
-  command->add_option("--checkpoint-dir", options->checkpoint_dir, "Save checkpoints here");
-  command
-      ->add_option("--checkpoint-every", options->checkpoint_every,
-                   "Save every this many steps (and at the end)")
-      ->check(CLI::NonNegativeNumber);
-  command->add_option("--init-from", options->init_from,
-                      "Start from a Hugging Face checkpoint's weights: its directory (config.json "
-                      "and model.safetensors, or shards with their index); each process reads "
-                      "only its own layers' tensors. A checkpoint --resume finds wins over it");
-  command->add_option("--logits", options->logits_dir,
-                      "Write the last stage's logits of the run's first step (whole vocabulary, "
-                      "fp32) with the token ids they came from, one safetensors file per "
-                      "data-parallel rank, into this folder: to hold the model against a "
-                      "reference implementation on the same tokens");
-  command->add_flag("--resume", options->resume,
-                    "Continue from the last complete checkpoint in --checkpoint-dir (of the "
-                    "same model, seed and data)");
+  add(*command, tf::kCheck, *check_only);
+  add(*command, tf::kThreads, options->threads)->default_val(1)->check(CLI::PositiveNumber);
+  add(*command, tf::kTimeout, *timeout_seconds)->default_val(60.0)->check(CLI::PositiveNumber);
+  add(*command, tf::kMetrics, report->metrics_path);
+  add(*command, tf::kTensorboard, report->tensorboard_dir);
+  add(*command, tf::kStartupRecord, report->startup_record_path);
+  add(*command, tf::kTrace, report->trace_path);
+  add(*command, tf::kSvg, report->svg_path);
+  add(*command, tf::kTimeline, report->timeline_path);
+  add(*command, tf::kTraceStep, options->trace_step);
+  add(*command, tf::kTraceSteps, options->trace_steps)->default_val(1)->check(positive_integer());
+  add(*command, tf::kProfiles, *profiles_path);
+  add(*command, tf::kCheckpointDir, options->checkpoint_dir);
+  add(*command, tf::kCheckpointEvery, options->checkpoint_every)->check(CLI::NonNegativeNumber);
+  add(*command, tf::kInitFrom, options->init_from);
+  add(*command, tf::kLogits, options->logits_dir);
+  add(*command, tf::kResume, options->resume);
   auto adapt = std::make_shared<bool>(false);
   auto adapt_settings = std::make_shared<elastic::AdaptSettings>();
-  command->add_flag(
-      "--adapt", *adapt,
-      "Re-plan when a device stays slower or faster than its profile (needs --profiles and "
-      "--checkpoint-dir): where the new plan pays for the switch, checkpoint, write "
-      "it and exit 75 for `hyperpipe launch --adapt` to resume with it");
-  command
-      ->add_option("--adapt-threshold", adapt_settings->threshold,
-                   "With --adapt: how much slower or faster than its profile a device must be")
+  add(*command, tf::kAdapt, *adapt);
+  add(*command, tf::kAdaptThreshold, adapt_settings->threshold)
       ->default_val(elastic::kDefaultAdaptThreshold)
       ->check(CLI::Range(0.01, 0.99));
-  command
-      ->add_option("--adapt-steps", adapt_settings->steps,
-                   "With --adapt: for this many steps in a row")
+  add(*command, tf::kAdaptSteps, adapt_settings->steps)
       ->default_val(elastic::kDefaultAdaptSteps)
       ->check(CLI::PositiveNumber);
-  command
-      ->add_option("--adapt-gain", adapt_settings->gain,
-                   "With --adapt: the least predicted gain, as a share of the iteration, worth "
-                   "a switch")
+  add(*command, tf::kAdaptGain, adapt_settings->gain)
       ->default_val(elastic::kDefaultAdaptGain)
       ->check(CLI::Range(0.0, 1.0));
   auto hand_over = std::make_shared<bool>(false);
-  command->add_flag("--hand-over-on-request", *hand_over,
-                    "After each checkpoint, end (exit 75) if `hyperpipe launch --elastic` asks in "
-                    "CHECKPOINT_DIR/elastic/handover.json (it has a plan with devices that "
-                    "joined); the elastic launcher passes it");
-  command
-      ->add_option("--checkpoint-write-delay", options->checkpoint_write_delay,
-                   "Seconds each checkpoint's writing thread waits before it writes (emulated "
-                   "slow storage, for tests and benchmarks of asynchronous saves)")
+  add(*command, tf::kHandOverOnRequest, *hand_over);
+  add(*command, tf::kCheckpointWriteDelay, options->checkpoint_write_delay)
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--stand-in-speeds", options->stand_in_speeds,
-                      "A file of `DEVICE SPEED` lines, read at each step boundary when it "
-                      "changes: the stand-in on that device computes at that speed from then on "
-                      "(emulated throttling)");
+  add(*command, tf::kStandInSpeeds, options->stand_in_speeds);
   auto no_placement_check = std::make_shared<bool>(false);
-  command->add_flag("--no-placement-check", *no_placement_check,
-                    "Start even where a process's CUDA device is not of its stage's GPU type, "
-                    "or the processes of one node of the cluster file run on several hosts");
-  command->add_flag("--overwrite", options->overwrite,
-                    "Replace the checkpoints an earlier run left in --checkpoint-dir");
+  add(*command, tf::kNoPlacementCheck, *no_placement_check);
+  add(*command, tf::kOverwrite, options->overwrite);
   add_format_option(*command, *format);
   command->footer(
       "With --format json the step lines go to stderr and rank 0 prints one JSON document "

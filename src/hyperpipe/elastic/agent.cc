@@ -13,6 +13,7 @@
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/elastic/elastic_run.h"
 #include "hyperpipe/launch/process_launcher.h"
+#include "hyperpipe/launch/worker_arguments.h"
 #include "hyperpipe/plan/plan.h"
 
 namespace hyperpipe::elastic {
@@ -113,7 +114,8 @@ class Agent {
   // has moved on), and reports how they ended.
   void run_round(const Round& round, const std::vector<RoundAssignment>& mine) {
     launch::LaunchSpec spec;
-    spec.command = {args_.worker, "train", "--plan", round.plan};
+    spec.command = {args_.worker, "train"};
+    launch::append(spec.command, launch::train_flags::kPlan, round.plan);
     spec.command.insert(spec.command.end(), round.arguments.begin(), round.arguments.end());
     spec.processes = static_cast<int>(mine.size());
     spec.world_size = round.world_size;

@@ -30,10 +30,12 @@ namespace hyperpipe::elastic {
 namespace {
 
 namespace fs = std::filesystem;
-using launch::has_flag;
+using launch::append;
+using launch::given;
 using launch::model_as_run;
-using launch::option_value;
-using launch::without_option;
+using launch::value_of;
+using launch::without;
+namespace train_flags = launch::train_flags;
 using nlohmann::json;
 using WallClock = std::chrono::system_clock;
 
@@ -93,15 +95,6 @@ bool finish_recovery(Recovery& recovery, std::ostream& err) {
   return true;
 }
 
-// An option's number, as `train` reads it (it refuses what is not one before any step).
-double number(const std::string& text) {
-  try {
-    return std::stod(text);
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
 // The supervisor's decisions carried out: the processes of each round (here, or on every
 // host through HostRounds), the plans written beside the checkpoints, the answers to joins,
 // the hand-overs asked of rank 0 and the recoveries' timings.
@@ -114,12 +107,12 @@ class ElasticRun {
         out_(out),
         err_(err),
         supervisor_(supervised_run(plan_path, extras), rules(settings, extras), err) {
-    const auto checkpoint_dir = option_value(extras, "--checkpoint-dir");
+    const auto checkpoint_dir = value_of(extras, train_flags::kCheckpointDir);
     if (!checkpoint_dir) {
       throw InputError("--elastic", "",
                        "a --checkpoint-dir: an elastic run continues from its last checkpoint");
     }
-    if (!option_value(extras, "--checkpoint-every")) {
+    if (!value_of(extras, train_flags::kCheckpointEvery)) {
       log_line(
           "no --checkpoint-every: a restart goes back to the start (checkpoints are written "
           "only at the end)");
@@ -130,7 +123,7 @@ class ElasticRun {
     clear_joins(elastic_dir_);
     clear_handover(elastic_dir_);
     // A new run must not take an earlier one's pending switch or measured speeds for its own.
-    if (!has_flag(extras, "--resume")) {
+    if (!given(extras, train_flags::kResume)) {
       for (const char* stale : {kSwitchFile, kPlannedSpeedsFile}) {
         fs::remove(fs::path(elastic_dir_) / stale);
       }
@@ -155,17 +148,17 @@ class ElasticRun {
     for (int restart = 0;; ++restart) {
       const auto devices = plan::devices_in_rank_order(supervisor_.plan());
       if (hosts_ && lose_hostless_devices(devices, restart + 1)) continue;
-      spec.command = {settings_.worker, "train", "--plan", plan_path_};
+      spec.command = {settings_.worker, "train"};
+      append(spec.command, train_flags::kPlan, plan_path_);
       std::vector<std::string> arguments = extras_;
       if (restart > 0) {
-        arguments =
-            without_option(without_option(arguments, "--overwrite", false), "--resume", false);
-        arguments.push_back("--resume");
-        arguments = without_option(arguments, "--startup-record", true);
-        arguments.insert(arguments.end(), {"--startup-record", recovery_->startup_path});
+        arguments = without(without(arguments, train_flags::kOverwrite), train_flags::kResume);
+        append(arguments, train_flags::kResume);
+        arguments = without(arguments, train_flags::kStartupRecord);
+        append(arguments, train_flags::kStartupRecord, recovery_->startup_path);
       }
-      if (!has_flag(arguments, "--hand-over-on-request")) {
-        arguments.push_back("--hand-over-on-request");
+      if (!given(arguments, train_flags::kHandOverOnRequest)) {
+        append(arguments, train_flags::kHandOverOnRequest);
       }
       spec.command.insert(spec.command.end(), arguments.begin(), arguments.end());
       spec.processes = static_cast<int>(devices.size());
@@ -221,14 +214,14 @@ class ElasticRun {
   // given), the model as the run computes it, its profiles.
   static SupervisedRun supervised_run(const std::string& plan_path,
                                       const std::vector<std::string>& extras) {
-    const auto cluster = option_value(extras, "--cluster");
+    const auto cluster = value_of(extras, train_flags::kCluster);
     plan::CheckedPlan checked = plan::load_checked_plan(plan_path, cluster);
     SupervisedRun run{checked.plan, model_as_run(checked.model, extras), checked.cluster,
                       std::nullopt};
     run.plan.model = plan::reference_from_anywhere(plan_path, checked.plan.model);
     run.plan.cluster = cluster ? plan::reference_from_anywhere("", *cluster)
                                : plan::reference_from_anywhere(plan_path, checked.plan.cluster);
-    if (const auto profiles = option_value(extras, "--profiles")) {
+    if (const auto profiles = value_of(extras, train_flags::kProfiles)) {
       run.profiles = cost::ProfileDb::load_for(*profiles, checked.model.config().name);
     }
     return run;
@@ -239,9 +232,9 @@ class ElasticRun {
     SupervisorRules rules;
     rules.max_restarts = settings.max_restarts;
     rules.min_devices = settings.min_devices;
-    if (const auto gain = option_value(extras, "--adapt-gain")) rules.join_gain = number(*gain);
-    if (const auto every = option_value(extras, "--checkpoint-every")) {
-      rules.checkpoint_every = static_cast<int64_t>(number(*every));
+    if (const auto gain = value_of(extras, train_flags::kAdaptGain)) rules.join_gain = *gain;
+    if (const auto every = value_of(extras, train_flags::kCheckpointEvery)) {
+      rules.checkpoint_every = *every;
     }
     return rules;
   }

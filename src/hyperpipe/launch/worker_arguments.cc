@@ -1,5 +1,8 @@
 #include "hyperpipe/launch/worker_arguments.h"
 
+#include <charconv>
+#include <stdexcept>
+
 namespace hyperpipe::launch {
 
 std::optional<std::string> option_value(const std::vector<std::string>& arguments,
@@ -12,8 +15,39 @@ std::optional<std::string> option_value(const std::vector<std::string>& argument
   return value;
 }
 
+std::optional<std::string> value_of(const std::vector<std::string>& arguments,
+                                    const train_flags::Flag<std::string>& flag) {
+  return option_value(arguments, std::string(flag.name));
+}
+
+std::optional<int64_t> value_of(const std::vector<std::string>& arguments,
+                                const train_flags::Flag<int64_t>& flag) {
+  const auto text = option_value(arguments, std::string(flag.name));
+  int64_t value = 0;
+  if (!text ||
+      std::from_chars(text->data(), text->data() + text->size(), value).ec != std::errc{}) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<double> value_of(const std::vector<std::string>& arguments,
+                               const train_flags::Flag<double>& flag) {
+  const auto text = option_value(arguments, std::string(flag.name));
+  if (!text) return std::nullopt;
+  try {
+    return std::stod(*text);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+bool given(const std::vector<std::string>& arguments, const train_flags::Flag<bool>& flag) {
+  return has_flag(arguments, std::string(flag.name));
+}
+
 model::Model model_as_run(const model::Model& model, const std::vector<std::string>& arguments) {
-  const auto dtype = option_value(arguments, "--dtype");
+  const auto dtype = value_of(arguments, train_flags::kDtype);
   if (!dtype) return model;
   const auto parsed = model::parse_dtype(*dtype == "fp64" ? "fp32" : *dtype);
   return parsed ? model.in_dtype(*parsed) : model;
