@@ -1,7 +1,9 @@
 """`import hyperpipe`: the planning commands from Python, checked against the CLI."""
 import json
 import os
+import re
 import subprocess
+import tempfile
 import unittest
 
 import hyperpipe
@@ -92,6 +94,35 @@ class Module(unittest.TestCase):
             hyperpipe.describe({"model_type": "llama", "hidden_size": 256}, "a100x8")
         self.assertIn("the model dict", str(raised.exception))
         self.assertNotIn("hyperpipe-py-", str(raised.exception))
+
+    def test_every_keyword_reaches_a_flag_the_command_takes(self):
+        """The module names each command's flags again: one renamed in the command alone is
+        refused here (an unknown flag is bad input), and a keyword added to the module
+        without a call here fails the signature check."""
+        def keywords(function):
+            signature = function.__doc__.splitlines()[0]
+            return set(re.findall(r"(\w+): ", signature))
+
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as profiles:
+            json.dump({"format": "hyperpipe.profiles/1", "host": "test", "entries": []}, profiles)
+        try:
+            searched = dict(runtime="hyperpipe", micro_batch=2, schedules=["1f1b"], max_stages=4,
+                            max_tp=2, same_dp=True, sequence_parallel=True, seq=512, tp=2, pp=2,
+                            dp=2, recompute="selective", dtype="bf16")
+            self.assertIn("plan", hyperpipe.plan("gpt2", "a100x8", 16, **searched))
+            baseline = dict(baseline="uniform", profiles=profiles.name)
+            self.assertIn("plan", hyperpipe.plan("gpt2", "a100x8", 16, **baseline))
+            self.assertEqual(keywords(hyperpipe.plan),
+                             {"model", "cluster", "global_batch", *searched, *baseline})
+            described = dict(micro_batch=2, seq=512, tp=2, recompute="full")
+            self.assertIn("model", hyperpipe.describe("gpt2", "a100x8", **described))
+            self.assertEqual(keywords(hyperpipe.describe), {"model", "cluster", *described})
+            simulated = dict(runtime="megatron", p2p="blocking", cluster="cpu-emulated",
+                             profiles=profiles.name)
+            self.assertIn("iteration_time_s", hyperpipe.simulate(TINY_PLAN, **simulated))
+            self.assertEqual(keywords(hyperpipe.simulate), {"plan", *simulated})
+        finally:
+            os.unlink(profiles.name)
 
 
 if __name__ == "__main__":

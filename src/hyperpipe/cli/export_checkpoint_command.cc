@@ -11,6 +11,7 @@
 
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
+#include "hyperpipe/cli/worker.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/model/catalogue.h"
@@ -108,9 +109,7 @@ void run_export_checkpoint(ExportCheckpointArgs args, std::ostream& out) {
 
 void add_export_checkpoint_command(CLI::App& app, std::ostream& out, std::ostream&) {
   auto args = std::make_shared<ExportCheckpointArgs>();
-  CLI::App* command = app.add_subcommand(
-      "export-checkpoint",
-      "Write a training checkpoint as a Hugging Face checkpoint (config.json + safetensors)");
+  CLI::App* command = add_worker_subcommand(app, kExportCheckpointCommand);
   command
       ->add_option("--checkpoint,-c", args->checkpoint,
                    "A step's directory (DIR/step-NNNNNNNN), or a checkpoint directory: its "

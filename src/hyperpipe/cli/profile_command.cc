@@ -10,6 +10,7 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/progress_line.h"
+#include "hyperpipe/cli/worker.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/launch/process_launcher.h"
 #include "hyperpipe/report/table.h"
@@ -150,8 +151,7 @@ nlohmann::json run_profile(runtime::ProfilingRequest request, std::ostream& out)
 
 void add_profile_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto args = std::make_shared<ProfileArgs>();
-  CLI::App* command = app.add_subcommand(
-      "profile", "Measure each layer kind of a model on this device into a profile database");
+  CLI::App* command = add_worker_subcommand(app, kProfileCommand);
   command->add_option("--model,-m", args->request.model,
                       "Catalogue name, model YAML or config.json (required but with --links)");
   command->add_option("--device", args->request.device, "cpu, cuda or cuda:N")->default_val("cpu");

@@ -10,6 +10,7 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/cli/train_progress.h"
+#include "hyperpipe/cli/worker.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/stop_signals.h"
@@ -67,8 +68,7 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto timeout_seconds = std::make_shared<double>(60.0);
   auto seed = std::make_shared<int64_t>(0);
   auto format = std::make_shared<OutputFormat>(OutputFormat::table);
-  CLI::App* command = app.add_subcommand(
-      "train", "Train with a plan: this process's device of it (see `hyperpipe launch`)");
+  CLI::App* command = add_worker_subcommand(app, kTrainCommand);
   add(*command, tf::kPlan, options->plan_path)->required();
   add(*command, tf::kData, options->data_path)->required();
   add(*command, tf::kTokenizer, options->tokenizer);

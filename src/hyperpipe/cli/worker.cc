@@ -46,10 +46,14 @@ void exec_worker(const std::string& command, int argc, const char* const* argv) 
                       kExitInternalError);
 }
 
-AddCommand worker_command(std::string name, std::string summary, int argc,
-                          const char* const* argv) {
-  return [name, summary, argc, argv](CLI::App& app, std::ostream&, std::ostream&) {
-    CLI::App* command = app.add_subcommand(name, summary);
+CLI::App* add_worker_subcommand(CLI::App& app, const WorkerCommand& command) {
+  return app.add_subcommand(command.name, command.summary);
+}
+
+AddCommand worker_command(const WorkerCommand& worker, int argc, const char* const* argv) {
+  const std::string name = worker.name;
+  return [worker, name, argc, argv](CLI::App& app, std::ostream&, std::ostream&) {
+    CLI::App* command = add_worker_subcommand(app, worker);
     // Everything after the command, --help included, is the worker's to parse.
     command->set_help_flag();
     command->prefix_command();

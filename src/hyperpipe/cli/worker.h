@@ -24,8 +24,25 @@ std::string require_worker(const std::string& command);
 // only by throwing CommandFailed when it cannot.
 [[noreturn]] void exec_worker(const std::string& command, int argc, const char* const* argv);
 
-// A subcommand of `hyperpipe` that the worker runs: listed in the help with its summary,
-// every argument after it (--help included) left to the worker.
-AddCommand worker_command(std::string name, std::string summary, int argc, const char* const* argv);
+// A command the worker runs, named once: `hyperpipe`'s help lists it with this summary
+// without starting the worker, and the worker's own help says the same.
+struct WorkerCommand {
+  const char* name;
+  const char* summary;
+};
+inline constexpr WorkerCommand kProfileCommand{
+    "profile", "Measure each layer kind of a model on this device into a profile database"};
+inline constexpr WorkerCommand kTrainCommand{
+    "train", "Train with a plan: this process's device of it (see `hyperpipe launch`)"};
+inline constexpr WorkerCommand kExportCheckpointCommand{
+    "export-checkpoint",
+    "Write a training checkpoint as a Hugging Face checkpoint (config.json + safetensors)"};
+
+// The worker's `command` as a subcommand of `hyperpipe`: listed in the help with its
+// summary, every argument after it (--help included) left to the worker.
+AddCommand worker_command(const WorkerCommand& command, int argc, const char* const* argv);
+
+// The worker's `command` registered on its app (the worker's own parser).
+CLI::App* add_worker_subcommand(CLI::App& app, const WorkerCommand& command);
 
 }  // namespace hyperpipe::cli
