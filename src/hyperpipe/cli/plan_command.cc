@@ -22,6 +22,7 @@
 #include "hyperpipe/planner/planner.h"
 #include "hyperpipe/planner/sharded_planning.h"
 #include "hyperpipe/report/plan_report.h"
+#include "hyperpipe/sim/costs_as_planned.h"
 
 namespace hyperpipe::cli {
 
@@ -78,8 +79,7 @@ void run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   cost::CostOptions options;
   options.sequence_parallel = args.sequence_parallel;
   const auto framework = *plan::parse_framework(args.runtime);
-  options.reduce_scatter_gradients = plan::traits(framework).reduce_scatters_gradients;
-  options.framework = cost::framework_buffers(args.runtime);
+  sim::cost_as_framework_runs(framework, options);
   if (args.memory_margin) options.memory_margin = *args.memory_margin / 100;
   options.estimator = args.estimator;
   const std::vector<bool> shardings = planner::optimizer_shardings(args.shard_optimizer, framework);

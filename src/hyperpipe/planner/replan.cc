@@ -7,21 +7,10 @@
 #include "hyperpipe/cluster/gpu_catalogue.h"
 #include "hyperpipe/planner/planner.h"
 #include "hyperpipe/planner/scored_plan.h"
+#include "hyperpipe/sim/costs_as_planned.h"
 
 namespace hyperpipe::planner {
 namespace {
-
-// What the previous plan fixed for the whole run, in the cost model's terms.
-cost::CostOptions costs_as_planned(const plan::Plan& previous) {
-  cost::CostOptions options;
-  options.sequence_parallel = previous.sequence_parallel;
-  options.gradient_reduce_dtype = previous.gradient_reduce_dtype;
-  options.shard_optimizer = previous.shard_optimizer;
-  options.reduce_scatter_gradients = plan::traits(previous.runtime).reduce_scatters_gradients;
-  options.framework = cost::framework_buffers(plan::to_string(previous.runtime));
-  if (previous.memory_margin) options.memory_margin = *previous.memory_margin;
-  return options;
-}
 
 // The profiles with every slowed type's entries: its original's times ÷ its factor.
 cost::ProfileDb with_slowed_types(const cost::ProfileDb& profiles,
@@ -92,7 +81,7 @@ Replanned replan(const plan::Plan& previous, const model::Model& model,
                  const cost::ProfileDb* profiles, const DeviceSpeeds& speeds) {
   const auto began = std::chrono::steady_clock::now();
   const AtSpeeds here = at_speeds(whole, devices, profiles, speeds);
-  const cost::CostModel costs(model, here.slowed.cluster, costs_as_planned(previous),
+  const cost::CostModel costs(model, here.slowed.cluster, sim::costs_as_planned(previous),
                               profiles ? &here.profiles : nullptr);
   PlanRequest request;
   const int64_t global_batch = previous.global_batch();
@@ -126,7 +115,7 @@ double predicted_iteration(const plan::Plan& plan, const model::Model& model,
   std::vector<int> every(whole.devices().size());
   for (size_t id = 0; id < every.size(); ++id) every[id] = static_cast<int>(id);
   const AtSpeeds here = at_speeds(whole, every, profiles, speeds);
-  const cost::CostModel costs(model, here.slowed.cluster, costs_as_planned(plan),
+  const cost::CostModel costs(model, here.slowed.cluster, sim::costs_as_planned(plan),
                               profiles ? &here.profiles : nullptr);
   return score_plan(costs, renumbered(plan, inverse(here.to_whole, every.size())), "")
       .iteration_time();

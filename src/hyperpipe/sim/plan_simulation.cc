@@ -10,6 +10,7 @@
 #include "hyperpipe/plan/framework.h"
 #include "hyperpipe/plan/plan_schedule.h"
 #include "hyperpipe/schedule/generators.h"
+#include "hyperpipe/sim/costs_as_planned.h"
 
 namespace hyperpipe::sim {
 
@@ -276,17 +277,7 @@ std::vector<cost::StageMemory> device_peaks(const PlanSimulation& simulation) {
 
 // The cost model as the plan settles it.
 cost::CostModel costed_as_planned(const cost::CostModel& given, const plan::Plan& plan) {
-  cost::CostOptions planned = given.options();
-  planned.gradient_reduce_dtype = plan.gradient_reduce_dtype;
-  // Sequence parallelism where the plan runs it, or where a planner costs its candidates
-  // so (and stamps the plan it picks).
-  planned.sequence_parallel = plan.sequence_parallel || given.options().sequence_parallel;
-  // Likewise the sharded optimizer.
-  planned.shard_optimizer = plan.shard_optimizer || given.options().shard_optimizer;
-  planned.reduce_scatter_gradients = plan::traits(plan.runtime).reduce_scatters_gradients;
-  planned.framework = cost::framework_buffers(plan::to_string(plan.runtime));
-  if (plan.memory_margin) planned.memory_margin = *plan.memory_margin;
-  return given.with_options(planned);
+  return given.with_options(costs_as_planned(plan, given.options()));
 }
 
 }  // namespace
