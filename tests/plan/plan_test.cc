@@ -42,6 +42,18 @@ TEST(Plan, ReadsTheExample) {
              cluster::load_cluster(resolve_reference(path, plan.cluster)), path);
 }
 
+// A plan about to be written names a file from its own folder, so that resolve_reference
+// finds the same file again; a name, or a plan not written, keeps what was given.
+TEST(Plan, AReferenceBesideThePlanResolvesToTheSameFile) {
+  const std::string cluster = kExamples + "/clusters/a100-v100-t4.yaml";
+  const std::string plan_path = hyperpipe::testing::fresh_directory("beside") + "/plan.json";
+  const std::string named = reference_beside(plan_path, cluster);
+  EXPECT_TRUE(std::filesystem::path(named).is_relative()) << named;
+  EXPECT_TRUE(std::filesystem::equivalent(resolve_reference(plan_path, named), cluster)) << named;
+  EXPECT_EQ(reference_beside(plan_path, "a100x8"), "a100x8");
+  EXPECT_EQ(reference_beside(std::nullopt, cluster), cluster);
+}
+
 TEST(Plan, JsonRoundTrip) {
   const Plan plan = load_plan(kExamples + "/plans/gpt3-2.7b-4stage.json");
   const std::string path = write_temp_file("round-trip.json", to_json(plan).dump(2));

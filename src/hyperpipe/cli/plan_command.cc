@@ -19,10 +19,9 @@
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/plan/plan_json.h"
+#include "hyperpipe/planner/plan_choices.h"
 #include "hyperpipe/planner/planner.h"
-#include "hyperpipe/planner/sharded_planning.h"
 #include "hyperpipe/report/plan_report.h"
-#include "hyperpipe/sim/costs_as_planned.h"
 
 namespace hyperpipe::cli {
 
@@ -30,116 +29,52 @@ namespace {
 
 using nlohmann::json;
 
+// The planner's choices, bound where they are of its own type, and the flags read as text.
 struct PlanArgs {
+  planner::PlanChoices choices;
   std::string model = kDefaultModel;
   std::string cluster = kDefaultCluster;
-  int64_t global_batch = 0;
-  int64_t seq_len = 0;
-  std::optional<int64_t> micro_batch;
-  // The shape the user already runs, fixed (0 or unset: searched).
-  int tp = 0;
-  int pp = 0;
-  int dp = 0;
   std::optional<std::string> recompute;
   std::optional<std::string> dtype;
   std::optional<std::string> profiles;
-  cost::Estimator estimator = cost::CostOptions{}.estimator;
   std::optional<std::string> baseline;
   std::optional<std::string> out;
-  int max_stages = 32;
-  int max_tp = 0;  // 0: as wide as a node allows
-  bool same_dp = false;
-  bool sequence_parallel = false;
   std::string runtime = "hyperpipe";
-  std::string shard_optimizer = "auto";  // auto, on, off
-  std::vector<std::string> schedules;    // kinds allowed; empty: every kind
-  bool explain = false;
+  std::vector<std::string> schedules;   // kinds allowed; empty: every kind
   std::optional<double> memory_margin;  // percent
   OutputFormat format = OutputFormat::table;
 };
 
-// The choices the user fixed, into the space the planner searches.
-void fix_choices(const PlanArgs& args, planner::PlanSpace& space) {
-  space.tp = args.tp;
-  space.dp = args.dp;
-  space.stages = args.pp;
-  if (args.recompute) space.recompute = model::parse_recompute(*args.recompute);
+// The user's choices as the planner takes them; file references as the plan will name them.
+planner::PlanChoices choices_of(const PlanArgs& args) {
+  planner::PlanChoices choices = args.choices;
+  choices.model_reference = plan::reference_beside(args.out, args.model);
+  choices.cluster_reference = plan::reference_beside(args.out, args.cluster);
+  choices.cluster_argument = args.cluster;
+  if (args.recompute) choices.recompute = model::parse_recompute(*args.recompute);
+  choices.dtype_given = args.dtype.has_value();
+  choices.runtime = *plan::parse_framework(args.runtime);
+  for (const auto& name : args.schedules) {
+    choices.schedules.push_back(*schedule::parse_schedule_kind(name));
+  }
+  if (args.memory_margin) choices.memory_margin = *args.memory_margin / 100;
+  if (args.baseline) choices.baseline = *planner::parse_baseline(*args.baseline);
+  choices.baseline_name = args.baseline.value_or("");
+  return choices;
 }
 
 void run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
-  if (args.global_batch <= 0) {
-    throw InputError("--global-batch", "", "expected a positive number of sequences");
-  }
   // The model as it will train: in --dtype where given (the plan records it).
   model::Model model = model::load_model(args.model);
   if (args.dtype) model = model.in_dtype(*model::parse_dtype(*args.dtype));
   const cluster::Cluster cluster = cluster::load_cluster(args.cluster);
   std::optional<cost::ProfileDb> profiles;
   if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
-  cost::CostOptions options;
-  options.sequence_parallel = args.sequence_parallel;
-  const auto framework = *plan::parse_framework(args.runtime);
-  sim::cost_as_framework_runs(framework, options);
-  if (args.memory_margin) options.memory_margin = *args.memory_margin / 100;
-  options.estimator = args.estimator;
-  const std::vector<bool> shardings = planner::optimizer_shardings(args.shard_optimizer, framework);
-  const int64_t seq = args.seq_len > 0 ? args.seq_len : model.config().seq_len;
-  if (model.config().flavour == model::Flavour::gpt && seq > model.config().seq_len) {
-    throw InputError(
-        "--seq", std::to_string(seq),
-        fmt::format("expected at most the model's {} learned positions", model.config().seq_len));
-  }
-  planner::PlanRequest request;
-  // A plan names its model and cluster; file references are written relative to where the
-  // plan goes, so `simulate --plan` finds them from anywhere.
-  const auto reference = [&](const std::string& name_or_path) {
-    if (!args.out || !std::filesystem::is_regular_file(name_or_path)) return name_or_path;
-    const auto base = std::filesystem::absolute(*args.out).parent_path();
-    return std::filesystem::relative(std::filesystem::absolute(name_or_path), base).string();
-  };
-  request.batch = {
-      reference(args.model), reference(args.cluster), args.global_batch, args.seq_len, {}};
-  request.space.max_stages = args.max_stages;
-  if (args.max_tp > 0) request.space.max_tp = args.max_tp;
-  request.space.same_dp = args.same_dp;
-  fix_choices(args, request.space);
-  for (const auto& name : args.schedules) {
-    request.space.schedules.push_back(*schedule::parse_schedule_kind(name));
-  }
-  planner::restrict_to_framework(framework, request);
-  request.every_order = args.explain;
-  request.peers = args.explain;
-  if (args.micro_batch) {
-    if (args.global_batch % *args.micro_batch != 0) {
-      throw InputError("--micro-batch", std::to_string(*args.micro_batch),
-                       fmt::format("expected a divisor of the global batch {}", args.global_batch));
-    }
-    request.batch.micro_batch_sizes = {*args.micro_batch};
-    request.space.micro_batch = *args.micro_batch;
-  } else {
-    request.batch.micro_batch_sizes = planner::micro_batch_sizes(args.global_batch);
-  }
-  for (int64_t b : request.batch.micro_batch_sizes) {
-    if (args.global_batch / b > kMaxMicroBatches) {
-      throw InputError("--micro-batch", std::to_string(b),
-                       fmt::format("expected at most {} micro-batches per iteration, got {}",
-                                   kMaxMicroBatches, args.global_batch / b));
-    }
-  }
-
-  planner::ShardedPlanning planning;
-  planning.model = &model;
-  planning.cluster = &cluster;
-  planning.options = options;
-  planning.profiles = profiles ? &*profiles : nullptr;
-  planning.request = request;
-  planning.shardings = shardings;
-  if (args.baseline) planning.baseline = *planner::parse_baseline(*args.baseline);
-  planning.baseline_name = args.baseline.value_or("");
-  planning.cluster_argument = args.cluster;
-  planning.records_dtype = args.dtype.has_value();
-  planning.records_memory_margin = args.memory_margin.has_value();
-  PlanningProgress progress(err, is_terminal(err), static_cast<int>(shardings.size()));
+  const planner::ShardedPlanning planning =
+      planner::planning_of(choices_of(args), model, cluster, profiles ? &*profiles : nullptr);
+  const int64_t seq = args.choices.seq_len > 0 ? args.choices.seq_len : model.config().seq_len;
+  const int searches = static_cast<int>(planning.shardings.size());
+  PlanningProgress progress(err, is_terminal(err), searches);
   planner::Planned planned;
   try {
     planned = planner::plan_sharded(planning, [&](int index) { return progress.callback(index); });
@@ -154,14 +89,14 @@ void run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
 
   const planner::PlanResult* searched = result ? &*result : nullptr;
   if (args.format == OutputFormat::json) {
-    out << report::planning_report(chosen, searched, args.explain, model.config().name,
+    out << report::planning_report(chosen, searched, args.choices.explain, model.config().name,
                                    cluster.name(), seq)
                .dump(2)
         << '\n';
     return;
   }
-  report::print_planning(chosen, searched, args.explain, model.config().name, cluster.name(), seq,
-                         out);
+  report::print_planning(chosen, searched, args.choices.explain, model.config().name,
+                         cluster.name(), seq, out);
   if (args.out)
     out << "\nPlan written to " << *args.out << " (hyperpipe simulate --plan " << *args.out
         << ")\n";
@@ -179,27 +114,27 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->default_str(kDefaultModel);
   command->add_option("--cluster,-c", args->cluster, "Cluster .yaml or built-in cluster name")
       ->default_str(kDefaultCluster);
-  command->add_option("--global-batch,-B", args->global_batch, "Sequences per iteration")
+  command->add_option("--global-batch,-B", args->choices.global_batch, "Sequences per iteration")
       ->required()
       ->check(positive_integer());
-  command->add_option("--seq", args->seq_len, "Sequence length (default: the model's)")
+  command->add_option("--seq", args->choices.seq_len, "Sequence length (default: the model's)")
       ->check(positive_integer());
   command
-      ->add_option("--micro-batch", args->micro_batch,
+      ->add_option("--micro-batch", args->choices.micro_batch,
                    "Fix the micro-batch size (default: search every divisor of the global batch)")
       ->check(positive_integer());
   command
-      ->add_option("--tp", args->tp,
+      ->add_option("--tp", args->choices.tp,
                    "Fix tensor parallelism: every stage this tp (Megatron-LM's "
                    "--tensor-model-parallel-size); the planner searches the rest")
       ->check(positive_integer());
   command
-      ->add_option("--pp", args->pp,
+      ->add_option("--pp", args->choices.pp,
                    "Fix the pipeline: exactly this many device groups (Megatron-LM's "
                    "--pipeline-model-parallel-size)")
       ->check(positive_integer());
   command
-      ->add_option("--dp", args->dp,
+      ->add_option("--dp", args->choices.dp,
                    "Fix data parallelism: every stage this dp, one pipeline (the micro-batch is "
                    "split over it)")
       ->check(positive_integer());
@@ -214,10 +149,10 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "model's); the plan records it")
       ->check(CLI::IsMember(model::dtype_names()));
   command
-      ->add_option("--max-tp", args->max_tp,
+      ->add_option("--max-tp", args->choices.max_tp,
                    "Widest tensor parallelism to consider (default: as wide as a node)")
       ->check(CLI::PositiveNumber);
-  command->add_option("--max-stages", args->max_stages, "Most pipeline stages to consider")
+  command->add_option("--max-stages", args->choices.max_stages, "Most pipeline stages to consider")
       ->check(positive_integer())
       ->default_str("32");
   command
@@ -232,20 +167,20 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->check(CLI::IsMember(plan::framework_names()))
       ->default_val("hyperpipe");
   command
-      ->add_option("--shard-optimizer", args->shard_optimizer,
+      ->add_option("--shard-optimizer", args->choices.shard_optimizer,
                    "Shard the optimizer state over each stage's data-parallel ranks (ZeRO-1): "
                    "on, off, or auto (where the runtime pays nothing for it, or where it makes "
                    "the plan faster)")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->default_val("auto");
-  command->add_flag("--same-dp", args->same_dp,
+  command->add_flag("--same-dp", args->choices.same_dp,
                     "Every stage the same data-parallel degree, one pipeline (as Megatron-LM and "
                     "DeepSpeed require)");
-  command->add_flag("--sequence-parallel", args->sequence_parallel,
+  command->add_flag("--sequence-parallel", args->choices.sequence_parallel,
                     "Sequence parallelism in every tensor-parallel stage (Megatron-LM's): costed "
                     "so, and the plan says so");
   command->add_option("--profiles", args->profiles, "Profile database to prefer over estimates");
-  add_estimator_option(*command, args->estimator);
+  add_estimator_option(*command, args->choices.estimator);
   command
       ->add_option("--memory-margin", args->memory_margin,
                    "Percent of each device's memory no plan may use (default 5; the plan "
@@ -254,7 +189,7 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->add_option("--baseline", args->baseline, "Emit a baseline's plan instead")
       ->check(CLI::IsMember(planner::baseline_names()));
   command->add_option("--out,-o", args->out, "Write the plan (JSON) here");
-  command->add_flag("--explain", args->explain,
+  command->add_flag("--explain", args->choices.explain,
                     "Also show the best plan of every stage order and of the spaces Sailor, "
                     "Metis and AMP search");
   add_format_option(*command, args->format);

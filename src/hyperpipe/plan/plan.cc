@@ -284,6 +284,13 @@ std::string reference_from_anywhere(const std::string& plan_path, const std::str
              : resolved;
 }
 
+std::string reference_beside(const std::optional<std::string>& plan_path,
+                             const std::string& name_or_path) {
+  if (!plan_path || !std::filesystem::is_regular_file(name_or_path)) return name_or_path;
+  const auto base = std::filesystem::absolute(*plan_path).parent_path();
+  return std::filesystem::relative(std::filesystem::absolute(name_or_path), base).string();
+}
+
 std::string format_stages(const Plan& plan) {
   std::string text;
   for (int p = 0; p < plan.pipeline_count(); ++p) {

@@ -133,6 +133,12 @@ std::string resolve_reference(const std::string& plan_path, const std::string& r
 // absolute path where it is a file, else the built-in or catalogue name unchanged.
 std::string reference_from_anywhere(const std::string& plan_path, const std::string& reference);
 
+// How a plan about to be written at `plan_path` names a model or cluster given from the
+// current directory: a file by its path from the plan's folder (resolve_reference finds it
+// again from anywhere), a name, or anything where the plan is not written, unchanged.
+std::string reference_beside(const std::optional<std::string>& plan_path,
+                             const std::string& name_or_path);
+
 // Each device group's layers and devices, pipeline by pipeline: "[0, 5) on 0 · [5, 8) on
 // 1,2 ‖ [0, 8) on 3".
 std::string format_stages(const Plan& plan);

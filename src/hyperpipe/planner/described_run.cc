@@ -1,21 +1,10 @@
 #include "hyperpipe/planner/described_run.h"
 
-#include <filesystem>
-
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/cost/cost_model.h"
 #include "hyperpipe/model/model_loader.h"
 
 namespace hyperpipe::planner {
-namespace {
-
-// Files by absolute path, so the plan in a JSON report works from anywhere.
-std::string reference(const std::string& name_or_path) {
-  if (!std::filesystem::is_regular_file(name_or_path)) return name_or_path;
-  return std::filesystem::absolute(name_or_path).lexically_normal().string();
-}
-
-}  // namespace
 
 DescribedRun plan_described_run(const RunDescription& description) {
   model::Model model = model::load_model(description.model);
@@ -25,8 +14,9 @@ DescribedRun plan_described_run(const RunDescription& description) {
   shape.dp =
       data_parallel_size(static_cast<int>(cluster.devices().size()), shape.tp, shape.pp, shape.dp);
   const cost::CostModel costs(model, cluster);
-  plan::Plan plan =
-      plan_of_run(shape, costs, reference(description.model), reference(description.cluster));
+  // Files by absolute path, so the plan in a JSON report works from anywhere.
+  plan::Plan plan = plan_of_run(shape, costs, plan::reference_from_anywhere("", description.model),
+                                plan::reference_from_anywhere("", description.cluster));
   if (description.dtype) plan.dtype = model.config().dtype;
   return {std::move(plan), std::move(model), std::move(cluster), shape};
 }
