@@ -1,21 +1,20 @@
-// What `hyperpipe train` prints and keeps around the runtime's steps, on rank 0: a progress
-// line per step, the metrics file (kept whole at every checkpoint) and TensorBoard's
-// events, the start-up milestones, and the hooks an elastic run listens on (train --adapt,
-// --hand-over-on-request). No libtorch: the runtime calls it with plain records.
+// What `hyperpipe train` prints around the runtime's steps, on rank 0: the start-up lines,
+// a progress line per step; what the run keeps of itself (metrics, TensorBoard, start-up
+// record) through report/run_records.h; and the hooks an elastic run listens on (train
+// --adapt, --hand-over-on-request). No libtorch: the runtime calls it with plain records.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "hyperpipe/cli/progress_line.h"
-#include "hyperpipe/common/tensorboard_events.h"
 #include "hyperpipe/elastic/plan_adapter.h"
+#include "hyperpipe/report/run_records.h"
 #include "hyperpipe/report/training_report.h"
 #include "hyperpipe/runtime/train_record.h"
 
@@ -48,25 +47,20 @@ class TrainProgress : public runtime::TrainObserver {
   const std::optional<std::string>& handed_over_for() const { return handed_over_for_; }
 
   // Writes the metrics file (at the end of a run that ran every step).
-  void write_metrics() const;
+  void write_metrics() const { records_.write_metrics(); }
 
  private:
   TrainReportOptions options_;
   std::ostream& out_;
-  std::vector<nlohmann::json> metrics_;  // resumed steps' first
-  int64_t first_step_ = 0;
+  report::RunRecords records_;
   double total_seconds_ = 0;
   // Start-up: the layers built, redrawn on a terminal, else a line now and then.
   std::optional<ProgressLine> building_;
   std::chrono::steady_clock::time_point last_line_;
-  // Start-up milestones, seconds since the Unix epoch (comparable across processes).
-  nlohmann::json startup_ = nlohmann::json::object();
   std::unique_ptr<elastic::PlanAdapter> adapter_;
-  std::optional<TensorBoardWriter> tensorboard_;
   std::optional<std::string> handover_dir_;
   std::optional<std::string> handed_over_for_;
   double last_save_seconds_ = 0;  // rank 0's part of the last checkpoint, copied and written
-  void mark_startup(const char* milestone);
 };
 
 }  // namespace hyperpipe::cli
