@@ -4,8 +4,6 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -14,9 +12,8 @@
 #include "hyperpipe/cli/worker.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/quantity.h"
-#include "hyperpipe/model/catalogue.h"
-#include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/runtime/hf_export.h"
+#include "hyperpipe/runtime/trained_model.h"
 
 namespace hyperpipe::cli {
 namespace {
@@ -32,46 +29,6 @@ struct ExportCheckpointArgs {
   OutputFormat format = OutputFormat::table;
 };
 
-// The Hugging Face config.json a model was read from, where `name_or_path` (as
-// model::load_model takes it, which has read it already) is one or its directory.
-std::optional<nlohmann::ordered_json> hf_config_at(const std::string& name_or_path) {
-  namespace fs = std::filesystem;
-  if (model::find_catalogue_model(name_or_path)) return std::nullopt;
-  std::error_code error;
-  const fs::path file = fs::is_directory(name_or_path, error)
-                            ? fs::path(name_or_path) / model::kHfConfigFile
-                            : fs::path(name_or_path);
-  std::ifstream in(file);
-  if (!in) return std::nullopt;
-  auto config = nlohmann::ordered_json::parse(in, nullptr, false);
-  if (config.is_discarded() || !config.is_object() || !config.contains("model_type")) {
-    return std::nullopt;  // a model .yaml
-  }
-  return config;
-}
-
-struct TrainedModel {
-  model::TransformerConfig config;
-  // Where it was read from a Hugging Face checkpoint: that checkpoint's config.json.
-  std::optional<nlohmann::ordered_json> hf_config;
-};
-
-// The model the checkpoint was trained as: --model, else what its plan names where that
-// can be read from here (a catalogue name, or a path that still leads to it).
-TrainedModel model_of(const ExportCheckpointArgs& args, const runtime::CheckpointInfo& checkpoint) {
-  if (args.model) return {model::load_model(*args.model).config(), hf_config_at(*args.model)};
-  const auto named = checkpoint.manifest.at("plan").value("model", std::string());
-  try {
-    return {model::load_model(named).config(), hf_config_at(named)};
-  } catch (const InputError&) {
-    throw InputError("--model", "",
-                     fmt::format("the model the checkpoint was trained as (a model spec, a "
-                                 "catalogue name or a Hugging Face directory): its plan names "
-                                 "'{}', which cannot be read from here",
-                                 named));
-  }
-}
-
 void run_export_checkpoint(ExportCheckpointArgs args, std::ostream& out) {
   const auto bytes = parse_bytes(args.max_shard_size);
   if (!bytes || *bytes < 1) {
@@ -79,7 +36,7 @@ void run_export_checkpoint(ExportCheckpointArgs args, std::ostream& out) {
   }
   args.options.max_shard_bytes = static_cast<uint64_t>(*bytes);
   const auto checkpoint = runtime::find_checkpoint(args.checkpoint);
-  const auto trained = model_of(args, checkpoint);
+  const auto trained = runtime::model_trained_as(checkpoint, args.model);
   const auto& model = trained.config;
   args.options.source_config = trained.hf_config;
   const auto summary = runtime::export_hf_checkpoint(checkpoint, model, args.out, args.options);
