@@ -3,21 +3,18 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/limits.h"
-#include "hyperpipe/common/quantity.h"
+#include "hyperpipe/report/schedule_report.h"
 #include "hyperpipe/schedule/generators.h"
 #include "hyperpipe/schedule/passes.h"
 
 namespace hyperpipe::cli {
 namespace {
-
-constexpr const char* kScheduleFormat = "hyperpipe.schedule/1";
 
 struct ScheduleArgs {
   std::string kind = "1f1b";
@@ -46,44 +43,10 @@ void run_schedule(const ScheduleArgs& args, std::ostream& out) {
   if (args.communication) s = schedule::insert_communication(s);
   const auto problem = schedule::validate(s);
   if (problem) throw std::logic_error("generated schedule is invalid: " + *problem);
-  const std::vector<int> in_flight = schedule::peak_in_flight(s);
   if (args.format == OutputFormat::json) {
-    nlohmann::json ranks = nlohmann::json::array();
-    for (int r = 0; r < s.ranks; ++r) {
-      nlohmann::json ops = nlohmann::json::array();
-      for (const auto& op : s.ops[r]) {
-        ops.push_back({{"op", schedule::letter(op.kind)},
-                       {"micro_batch", op.micro_batch},
-                       {"chunk", op.chunk},
-                       {"peer", op.peer}});
-      }
-      nlohmann::json rank{{"rank", r}, {"peak_in_flight", in_flight[r]}, {"ops", ops}};
-      if (!s.warmup.empty()) rank["warmup"] = s.warmup[r];
-      ranks.push_back(rank);
-    }
-    out << nlohmann::json{{"format", kScheduleFormat},
-                          {"kind", schedule::to_string(s.kind)},
-                          {"stages", s.stages()},
-                          {"ranks", s.ranks},
-                          {"micro_batches", s.micro_batches},
-                          {"chunks", s.chunks},
-                          {"per_rank", ranks}}
-               .dump(2)
-        << '\n';
-    return;
-  }
-  out << fmt::format(
-      "{} over {}, {}{}; valid, no deadlock\n", schedule::to_string(s.kind),
-      counted(s.ranks, "device group"), counted(s.micro_batches, "micro-batch", "micro-batches"),
-      s.chunks > 1 ? fmt::format(", {} chunks each (F3.1 = micro-batch 3, chunk 1)", s.chunks)
-                   : "");
-  const std::string text = schedule::format_schedule(s, args.communication);
-  size_t start = 0;
-  for (int r = 0; r < s.ranks; ++r) {
-    const size_t end = text.find('\n', start);
-    out << fmt::format("{:>3} [{} in flight] {}\n", r, in_flight[r],
-                       text.substr(start, end - start));
-    start = end + 1;
+    out << report::schedule_document(s).dump(2) << '\n';
+  } else {
+    report::print_schedule(s, args.communication, out);
   }
 }
 
