@@ -466,13 +466,8 @@ TEST(Cli, SimulateAsABlockingFrameworkWouldRunThePlan) {
   // The stages wait out their sends and the receivers' posts: longer than ours.
   EXPECT_GT(iteration("blocking"), iteration("async"));
   // Interleaved 1F1B's neighbours send to each other in orders blocking pairs deadlock on.
-  const std::string interleaved = write_temp_file("interleaved-blocking.json", R"({
-    "format": "hyperpipe.plan/1", "model": ")" + kExamples + R"(/models/tiny-gpt.yaml",
-    "cluster": ")" + kExamples + R"(/clusters/cpu-emulated.yaml",
-    "micro_batch_size": 4, "micro_batches": 8, "schedule": {"kind": "interleaved", "chunks": 2},
-    "stages": [{"layers": [0, 2], "devices": [0]}, {"layers": [2, 3], "devices": [1]},
-               {"layers": [3, 4], "devices": [2]}, {"layers": [4, 6], "devices": [0]},
-               {"layers": [6, 7], "devices": [1]}, {"layers": [7, 8], "devices": [2]}]})");
+  const std::string interleaved =
+      std::string(HYPERPIPE_TEST_DATA) + "/interleaved-blocking-plan.json";
   const Result stuck = run("simulate --plan " + interleaved + " --p2p blocking");
   EXPECT_EQ(stuck.exit_code, 2);
   EXPECT_NE(stuck.err.find("a schedule whose exchanges can block without deadlock"),

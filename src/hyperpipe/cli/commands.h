@@ -7,7 +7,9 @@
 
 namespace hyperpipe::cli {
 
-// What `plan` and a described `simulate` run use where no --model or --cluster is given.
+// What `describe`, `plan` and a described `simulate` run use where no --model or --cluster is
+// given (the README's first command): a 2.7B-parameter GPT-3 on the mixed A100 + V100 + T4
+// example cluster.
 inline constexpr const char* kDefaultModel = "gpt3-2.7b";
 inline constexpr const char* kDefaultCluster = "a100-v100-t4";
 

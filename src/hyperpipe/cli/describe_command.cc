@@ -23,11 +23,6 @@ using report::print_describe_tables;
 using report::print_estimate_tables;
 namespace {
 
-// The built-in defaults the README's first command runs on: a 2.7B-parameter GPT-3 over
-// the mixed A100 + V100 + T4 example cluster.
-constexpr const char* kDefaultModel = "gpt3-2.7b";
-constexpr const char* kDefaultCluster = "a100-v100-t4";
-
 struct DescribeArgs {
   std::string model = kDefaultModel;
   std::string cluster = kDefaultCluster;

@@ -18,6 +18,7 @@
 #include "hyperpipe/planner/described_run.h"
 #include "hyperpipe/report/planner_alternatives.h"
 #include "hyperpipe/report/simulation_report.h"
+#include "hyperpipe/sim/runnable_simulation.h"
 #include "hyperpipe/trace/chrome_trace.h"
 #include "hyperpipe/trace/svg_gantt.h"
 
@@ -91,6 +92,17 @@ planner::RunDescription run_description(const SimulateArgs& args, plan::Framewor
   return description;
 }
 
+// --runtime's framework, if given; InputError for a name that is none.
+std::optional<plan::Framework> framework_asked(const SimulateArgs& args) {
+  if (!args.runtime) return std::nullopt;
+  const auto framework = plan::parse_framework(*args.runtime);
+  if (!framework) {
+    throw InputError("--runtime", *args.runtime,
+                     fmt::format("one of {}", fmt::join(plan::framework_names(), ", ")));
+  }
+  return framework;
+}
+
 // What simulate runs: a plan file's plan, or the described run's.
 struct Simulated {
   plan::Plan plan;
@@ -115,13 +127,8 @@ Simulated load_simulated(const SimulateArgs& args) {
                      "--plan FILE, or a run described as Megatron-LM's command line: --model M "
                      "--cluster C --global-batch B [--tp T --pp P --dp D --micro-batch b]");
   }
-  const auto runtime = args.runtime ? plan::parse_framework(*args.runtime)
-                                    : std::optional{plan::Framework::megatron};
-  if (!runtime) {
-    throw InputError("--runtime", *args.runtime,
-                     fmt::format("one of {}", fmt::join(plan::framework_names(), ", ")));
-  }
-  auto [plan, model, cluster, shape] = planner::plan_described_run(run_description(args, *runtime));
+  const plan::Framework runtime = framework_asked(args).value_or(plan::Framework::megatron);
+  auto [plan, model, cluster, shape] = planner::plan_described_run(run_description(args, runtime));
   return {std::move(plan), std::move(model), std::move(cluster),
           fmt::format("--tp {} --pp {} --dp {}", shape.tp, shape.pp, shape.dp), shape};
 }
@@ -134,38 +141,14 @@ void run_simulate(const SimulateArgs& args, std::ostream& out) {
   cost::CostOptions cost_options;
   cost_options.estimator = args.estimator;
   const cost::CostModel costs(model, cluster, cost_options, profiles ? &*profiles : nullptr);
-  if (args.runtime && !run) {
-    const auto framework = plan::parse_framework(*args.runtime);
-    if (!framework) {
-      throw InputError("--runtime", *args.runtime,
-                       fmt::format("one of {}", fmt::join(plan::framework_names(), ", ")));
-    }
-    if (const auto refused = plan::refusal(plan, *framework)) {
-      throw InputError("--runtime", *args.runtime,
-                       fmt::format("a framework that can run {} ({}: {})", source, refused->field,
-                                   refused->reason));
-    }
-    plan.runtime = *framework;
+  if (const auto framework = framework_asked(args); framework && !run) {
+    sim::run_with(plan, *framework, source);
   }
   sim::SimOptions options;
-  if (args.p2p)
+  if (args.p2p) {
     options.p2p = *args.p2p == "blocking" ? sim::P2pMode::blocking : sim::P2pMode::async;
-  const bool blocking =
-      options.p2p ? *options.p2p == sim::P2pMode::blocking : plan::blocks_on_p2p(plan);
-  sim::PlanSimulation simulation;
-  try {
-    simulation = sim::simulate_plan(costs, plan, options);
-  } catch (const sim::SimulationStuck& stuck) {
-    if (!blocking) throw;
-    // Matched blocking sends deadlock on some orders (neighbours sending to each other
-    // other than as a send-then-receive pair): such a framework could not run this plan.
-    const bool asked = args.p2p.has_value();
-    throw InputError(asked ? "--p2p" : "runtime",
-                     asked ? "blocking" : std::string(plan::to_string(plan.runtime)),
-                     fmt::format("a schedule whose exchanges can block without deadlock: {} "
-                                 "(use --p2p async, or another schedule)",
-                                 stuck.what()));
   }
+  sim::PlanSimulation simulation = sim::simulate_runnable(costs, plan, options);
 
   const int64_t seq = plan.seq_len > 0 ? plan.seq_len : model.config().seq_len;
   simulation.output.timeline.title =
