@@ -4,22 +4,17 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/common/error.h"
-#include "hyperpipe/common/log.h"
 #include "hyperpipe/datasets/indexed_dataset.h"
-#include "hyperpipe/tokenizers/tokenized_documents.h"
+#include "hyperpipe/tokenizers/tokenized_dataset.h"
 
 namespace hyperpipe::cli {
 namespace {
-
-// Megatron's best_fitting_dtype: uint16 below this vocabulary size, int32 from it on.
-constexpr int64_t kUint16VocabularyLimit = 65500;
 
 constexpr const char* kTokenizeFormat = "hyperpipe.tokenize/1";
 
@@ -33,43 +28,24 @@ struct TokenizeArgs {
 
 void run_tokenize(const TokenizeArgs& args, std::ostream& out) {
   const auto tokenizer = tokenizers::open_tokenizer(args.tokenizer);
-  // PREFIX's folder is made where it is missing.
-  const auto folder = std::filesystem::path(args.output_prefix).parent_path();
-  std::error_code error;
-  if (!folder.empty()) std::filesystem::create_directories(folder, error);
-  if (error) {
-    throw InputError("--output-prefix", args.output_prefix,
-                     "a prefix in a folder that can be made and written: " + error.message());
-  }
-  const auto dtype = tokenizer->vocab_size() < kUint16VocabularyLimit ? datasets::TokenDtype::kU16
-                                                                      : datasets::TokenDtype::kI32;
-  datasets::IndexedDatasetWriter writer(args.output_prefix, dtype);
-  for (const auto& input : args.inputs) {
-    tokenizers::tokenize_documents(input, *tokenizer, args.options,
-                                   [&](std::vector<int64_t>&& ids) {
-                                     writer.add_sequence(ids);
-                                     writer.end_document();
-                                   });
-    log().info("tokenize: {} read ({} documents, {} tokens so far)", input, writer.documents(),
-               writer.tokens());
-  }
-  writer.finish();
+  const auto written = tokenizers::write_tokenized_dataset(args.inputs, *tokenizer, args.options,
+                                                           args.output_prefix);
   if (args.format == OutputFormat::json) {
     out << nlohmann::json{{"format", kTokenizeFormat},
                           {"inputs", args.inputs},
                           {"tokenizer", tokenizer->describe()},
                           {"vocab_size", tokenizer->vocab_size()},
                           {"prefix", args.output_prefix},
-                          {"dtype", datasets::to_string(dtype)},
-                          {"documents", writer.documents()},
-                          {"tokens", writer.tokens()}}
+                          {"dtype", datasets::to_string(written.dtype)},
+                          {"documents", written.documents},
+                          {"tokens", written.tokens}}
                .dump(2)
         << '\n';
     return;
   }
   out << fmt::format("{} documents, {} tokens ({}, {} ids) written to {}.bin and {}.idx\n",
-                     writer.documents(), writer.tokens(), tokenizer->describe(),
-                     datasets::to_string(dtype), args.output_prefix, args.output_prefix);
+                     written.documents, written.tokens, tokenizer->describe(),
+                     datasets::to_string(written.dtype), args.output_prefix, args.output_prefix);
 }
 
 }  // namespace
