@@ -135,10 +135,10 @@ void Executor::observe_logits(const StageModule& module, const torch::Tensor& lo
                              whole.to(torch::kFloat).cpu()});
 }
 
-const std::vector<Executor::Handler>& Executor::handlers() {
-  static const std::vector<Handler> table = [] {
-    std::vector<Handler> t(static_cast<size_t>(OpKind::optimizer_step) + 1, nullptr);
-    const auto set = [&](OpKind kind, Handler handler) { t[static_cast<size_t>(kind)] = handler; };
+const schedule::OpKindTable<Executor::Handler>& Executor::handlers() {
+  static constexpr schedule::OpKindTable<Handler> table = [] {
+    schedule::OpKindTable<Handler> t{};
+    const auto set = [&](OpKind kind, Handler handler) { t[schedule::op_index(kind)] = handler; };
     for (OpKind kind :
          {OpKind::forward, OpKind::backward_input, OpKind::backward_weight, OpKind::backward}) {
       set(kind, &Executor::compute);
@@ -154,6 +154,7 @@ const std::vector<Executor::Handler>& Executor::handlers() {
     set(OpKind::optimizer_step, &Executor::optimizer_step);
     return t;
   }();
+  static_assert(schedule::every_kind_handled(table), "an op kind has no handler");
   return table;
 }
 
@@ -323,7 +324,7 @@ StepResult Executor::step(int64_t step) {
   const auto& ops = schedule_.ops[role_.group];
   for (op_index_ = 0; op_index_ < ops.size(); ++op_index_) {
     const Op& op = ops[op_index_];
-    (this->*handlers()[static_cast<size_t>(op.kind)])(op);
+    (this->*handlers()[schedule::op_index(op.kind)])(op);
     track_.ops.push_back(schedule::to_string(op, /*show_chunk=*/true));
   }
   finish_backward_work();  // a schedule without an epilogue ends here

@@ -135,7 +135,7 @@ class Executor {
 
   // One handler per op kind (handlers() in executor.cc), as the simulator has.
   using Handler = void (Executor::*)(const schedule::Op& op);
-  static const std::vector<Handler>& handlers();
+  static const schedule::OpKindTable<Handler>& handlers();
   void post_receive(const schedule::Op& op);
   void send(const schedule::Op& op);
   void compute(const schedule::Op& op);

@@ -3,6 +3,8 @@
 // optimizer step). A schedule is nothing but per-stage lists of these.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -25,7 +27,29 @@ enum class OpKind {
   optimizer_step,  // OPT: the clipped optimizer update
 };
 
-// "F", "B", "W", "BW", "SF", "RF", "SB", "RB", "AR", "RS", "TE", "GN", "OPT".
+// How many kinds there are, for the tables indexed by kind (each engine's handlers):
+// optimizer_step stays last (tests/schedule/op_test.cc fails where a kind follows it).
+inline constexpr size_t kOpKindCount = static_cast<size_t>(OpKind::optimizer_step) + 1;
+
+// A table of one entry per kind, the entry of `kind` at op_index(kind).
+template <typename Entry>
+using OpKindTable = std::array<Entry, kOpKindCount>;
+constexpr size_t op_index(OpKind kind) {
+  return static_cast<size_t>(kind);
+}
+
+// Whether every kind has an entry (none left null): each engine asserts it of its handlers
+// at compile time.
+template <typename Entry>
+constexpr bool every_kind_handled(const OpKindTable<Entry>& table) {
+  for (const Entry& entry : table) {
+    if (entry == nullptr) return false;
+  }
+  return true;
+}
+
+// "F", "B", "W", "BW", "SF", "RF", "SB", "RB", "AR", "RS", "TE", "GN", "OPT"; "?" for a
+// value that is no kind.
 std::string_view letter(OpKind kind);
 // F, B, W, BW.
 bool is_compute(OpKind kind);

@@ -90,8 +90,7 @@ class Engine {
   }
 
  private:
-  static constexpr size_t kOpKinds = static_cast<size_t>(OpKind::optimizer_step) + 1;
-  static constexpr size_t index(OpKind kind) { return static_cast<size_t>(kind); }
+  static constexpr size_t index(OpKind kind) { return schedule::op_index(kind); }
   using Event = std::pair<double, int>;  // (time, rank)
   // What a handler tells the rank's loop: go on with the next op, stop until the time the
   // rank's compute is free (later ops are issued then, in time order), or wait for an
@@ -100,9 +99,9 @@ class Engine {
   using Handler = Next (Engine::*)(int rank, const Op& op);
 
   // One handler per op kind, as the runtime's executor has.
-  static const std::array<Handler, kOpKinds>& handlers() {
-    static const std::array<Handler, kOpKinds> table = [] {
-      std::array<Handler, kOpKinds> t{};
+  static const schedule::OpKindTable<Handler>& handlers() {
+    static constexpr schedule::OpKindTable<Handler> table = [] {
+      schedule::OpKindTable<Handler> t{};
       t[index(OpKind::forward)] = &Engine::compute;
       t[index(OpKind::backward_input)] = &Engine::compute;
       t[index(OpKind::backward_weight)] = &Engine::compute;
@@ -118,6 +117,7 @@ class Engine {
       t[index(OpKind::optimizer_step)] = &Engine::optimizer_step;
       return t;
     }();
+    static_assert(schedule::every_kind_handled(table), "an op kind has no handler");
     return table;
   }
 
