@@ -169,5 +169,21 @@ TEST(LinkAwareWarmup, CoversTheRoundTripWithinMemory) {
   EXPECT_THROW(link_aware_warmup({1, 1}, {0}, {1, 0}), std::invalid_argument);
 }
 
+// The rule the planner costs activations with before a schedule exists is what the
+// generated 1F1B (and ZB-H1, whose in-flight counts are 1F1B's) holds at each rank's peak.
+TEST(OneFOneBInFlight, IsWhatTheGeneratedScheduleHolds) {
+  for (int ranks = 1; ranks <= 6; ++ranks) {
+    for (int micro_batches = 1; micro_batches <= 10; ++micro_batches) {
+      for (const Schedule& s : {one_f_one_b(ranks, micro_batches), zb_h1(ranks, micro_batches)}) {
+        const std::vector<int> peak = peak_in_flight(s);
+        for (int r = 0; r < ranks; ++r) {
+          EXPECT_EQ(one_f_one_b_in_flight(ranks - r, micro_batches), peak[r])
+              << to_string(s.kind) << " S=" << ranks << " m=" << micro_batches << " r=" << r;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hyperpipe::schedule

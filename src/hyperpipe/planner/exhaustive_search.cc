@@ -10,6 +10,7 @@
 #include "hyperpipe/planner/candidate_search.h"
 #include "hyperpipe/planner/cost_oracle.h"
 #include "hyperpipe/planner/device_class.h"
+#include "hyperpipe/schedule/generators.h"
 
 namespace hyperpipe::planner {
 namespace {
@@ -87,7 +88,7 @@ class Enumeration {
     const int most = options_.space.stages > 0 ? options_.space.stages : options_.space.max_stages;
     if (after >= most || out_of_time()) return;
     const int cls = order_[k];
-    const int in_flight = std::min(after + 1, micro_batches_);
+    const int in_flight = schedule::one_f_one_b_in_flight(after + 1, micro_batches_);
     const auto& shapes = oracle_.shapes(cls);
     for (int g = 0; g < static_cast<int>(shapes.size()) && result_.complete; ++g) {
       const int taken = used + shapes[g].size();

@@ -6,6 +6,7 @@
 
 #include "hyperpipe/cost/device_group.h"
 #include "hyperpipe/planner/stage_oracle.h"
+#include "hyperpipe/schedule/generators.h"
 
 namespace hyperpipe::planner {
 
@@ -15,7 +16,7 @@ std::optional<model::Recompute> least_recompute(const cost::CostModel& costs,
   const auto group = cost::make_device_group(costs.cluster(), stage.devices, stage.dp, stage.tp);
   const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
   const int in_flight =
-      std::min(static_cast<int>(plan.stages.size()) - s, std::max(1, plan.micro_batches));
+      schedule::one_f_one_b_in_flight(static_cast<int>(plan.stages.size()) - s, plan.micro_batches);
   for (model::Recompute recompute : kRecomputeOptions) {
     const auto memory = costs.stage_memory(stage.first_layer, stage.end_layer, group,
                                            plan.micro_batch_size, seq, in_flight, recompute);

@@ -148,7 +148,9 @@ std::vector<plan::Pipeline> schedule_variants(const ScoredPlan& scored, int p,
   const auto depths = schedule::link_aware_warmup(rank_time, transfer, max_in_flight);
   std::vector<int> one_f_one_b;
   one_f_one_b.reserve(static_cast<size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) one_f_one_b.push_back(std::min(ranks - r, max_in_flight[r]));
+  for (int r = 0; r < ranks; ++r) {
+    one_f_one_b.push_back(schedule::one_f_one_b_in_flight(ranks - r, max_in_flight[r]));
+  }
   if (depths != one_f_one_b && space.allows(schedule::ScheduleKind::hetero_1f1b)) {
     variant.schedule = schedule::ScheduleKind::hetero_1f1b;
     variant.warmup = depths;

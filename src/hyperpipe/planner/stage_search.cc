@@ -11,6 +11,7 @@
 
 #include "hyperpipe/planner/cost_oracle.h"
 #include "hyperpipe/planner/device_class.h"
+#include "hyperpipe/schedule/generators.h"
 
 namespace hyperpipe::planner {
 namespace {
@@ -229,7 +230,7 @@ class Dp {
   // devices of order[k] are taken already (0 when the new stage opens the class).
   void place_stage(int from, int next_cls, int k, int used, int after, int end) {
     const int cls = order_[k];
-    const int in_flight = std::min(after + 1, options_.micro_batches);
+    const int in_flight = schedule::one_f_one_b_in_flight(after + 1, options_.micro_batches);
     const auto& shapes = oracle_.shapes(cls);
     for (int g = 0; g < static_cast<int>(shapes.size()); ++g) {
       if (shapes[g].size() % unit_[cls] != 0) continue;

@@ -4,6 +4,7 @@
 // the user.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "hyperpipe/schedule/schedule.h"
@@ -16,6 +17,15 @@ Schedule gpipe(int ranks, int micro_batches);
 // 1F1B, PipeDream-Flush (Narayanan et al., 2021) as in Megatron-LM: rank r runs
 // S − r forwards, then alternates one backward and one forward, then drains.
 Schedule one_f_one_b(int ranks, int micro_batches);
+
+// The micro-batches a rank holds at its peak under 1F1B (forward done, backward not):
+// its warm-up forwards, one per rank from it to the last, and never more than there are:
+// min(S − r, m) for rank r of S, `limit` = m (at least 1). What the planner costs a stage's
+// activations with before it has a schedule; peak_in_flight (passes.h) of one_f_one_b()
+// agrees. With `limit` what memory allows instead of m, 1F1B's depth cut to it.
+constexpr int one_f_one_b_in_flight(int ranks_from_here, int limit) {
+  return std::min(ranks_from_here, std::max(1, limit));
+}
 
 // 1F1B with a warm-up depth per rank: warmup[r] forwards before rank r's first backward
 // (HAPT/HARP's heterogeneity-aware 1F1B, arXiv 2509.24859). Depths must be at least 1
