@@ -111,6 +111,30 @@ TEST(RankLayout, ShardsOfOneDataParallelRankAreNeighbours) {
 }
 
 // The chunks of one device group are one shard each: they must share dp and tp.
+// The runtime numbers its processes by the plan's one rank order: rank r runs on the r-th
+// device of devices_in_rank_order, over pipelines side by side, interleaved chunks and
+// groups of dp · tp shards.
+TEST(RankLayout, RanksAreThePlansRankOrder) {
+  plan::Plan plan;
+  plan.chunks = 2;
+  plan.stages = {{0, 2, {4, 5, 6, 7}, 2, 2, model::Recompute::none},
+                 {2, 4, {0, 1}, 1, 2, model::Recompute::none},
+                 {4, 6, {4, 5, 6, 7}, 2, 2, model::Recompute::none},
+                 {6, 8, {0, 1}, 1, 2, model::Recompute::none}};
+  plan::Pipeline replica;
+  replica.stages = {{0, 8, {9, 8}, 2, 1, model::Recompute::none}};
+  plan.replicas.push_back(replica);
+  const RankLayout layout(plan, "p.json");
+  const std::vector<int> devices = plan::devices_in_rank_order(plan);
+  ASSERT_EQ(layout.world_size(), static_cast<int>(devices.size()));
+  for (int r = 0; r < layout.world_size(); ++r) {
+    const ProcessRole& role = layout.role(r);
+    EXPECT_EQ(role.device, devices[r]) << r;
+    EXPECT_EQ(layout.rank_of(role.pipeline, role.group, role.dp_index, role.tp_index), r);
+  }
+  EXPECT_EQ(devices, (std::vector<int>{4, 5, 6, 7, 0, 1, 9, 8}));
+}
+
 TEST(RankLayout, RefusesChunksSplitUnlikeTheirGroup) {
   plan::Plan chunks;
   chunks.chunks = 2;

@@ -8,12 +8,10 @@ namespace hyperpipe::exporter {
 
 std::vector<PlacedRank> place_ranks(const plan::Plan& plan, const cluster::Cluster& cluster) {
   std::vector<PlacedRank> ranks;
-  for (int r = 0; r < plan.ranks(); ++r) {
-    for (int device : plan.stages[r].devices) {
-      const cluster::Device& d = cluster.devices().at(device);
-      ranks.push_back(
-          {static_cast<int>(ranks.size()), device, cluster.nodes()[d.node].name, d.local});
-    }
+  for (int device : plan::devices_in_rank_order(plan)) {
+    const cluster::Device& d = cluster.devices().at(device);
+    ranks.push_back(
+        {static_cast<int>(ranks.size()), device, cluster.nodes()[d.node].name, d.local});
   }
   return ranks;
 }

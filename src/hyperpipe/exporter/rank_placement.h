@@ -2,7 +2,7 @@
 // parallel_state's default order "tp-cp-ep-dp-pp"), DeepSpeed (PipeModelDataParallel
 // topology: pipe, data, model) and torchtitan (mesh pp, dp, tp) number their ranks alike:
 // rank = stage · (dp · tp) + dp index · tp + tp index, which is the order of a stage's
-// devices in the plan (plan.h: rank = dp_index · tp + tp_index).
+// devices in the plan (plan::index_in_group; place_ranks follows devices_in_rank_order).
 #pragma once
 
 #include <optional>

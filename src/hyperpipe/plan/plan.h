@@ -97,9 +97,18 @@ struct Plan : Pipeline {
 Plan read_plan(const YamlField& root);
 Plan load_plan(const std::string& path);
 
-// The device of each rank of a run of the plan, rank by rank: pipeline by pipeline (the
-// plan's own first), device group by device group, each group's devices in plan order
-// (dp_index · tp + tp_index), as the runtime numbers its processes (runtime/rank_layout.h).
+// The rank order, in one place: Megatron-LM's (tensor-parallel ranks adjacent, then
+// data-parallel, then pipeline stages), which torchtitan's mesh and DeepSpeed's topology
+// share. Ranks go pipeline by pipeline (the plan's own first), device group by device
+// group; inside a group, the process of data-parallel index i and tensor-parallel index t
+// is the (i · tp + t)-th, on the group's device of that index (StagePlan::devices). The
+// runtime (runtime/rank_layout.h) and the exporters (exporter/rank_placement.h) number
+// their processes by it.
+constexpr int index_in_group(int dp_index, int tp_index, int tp) {
+  return dp_index * tp + tp_index;
+}
+
+// The device of each rank of a run of the plan, rank by rank.
 std::vector<int> devices_in_rank_order(const Plan& plan);
 
 // The ranks of the plan's processes on `devices` (every device when empty), ascending: a

@@ -64,10 +64,11 @@ void check_pipeline(const Pipeline& plan, int p, const model::Model& model,
     for (size_t r = 0; r < static_cast<size_t>(stage.dp); ++r) {
       const int node = cluster.devices()[stage.devices[r * tp]].node;
       for (size_t t = 1; t < tp; ++t) {
-        if (cluster.devices()[stage.devices[r * tp + t]].node != node) {
+        if (cluster.devices()[stage.devices[index_in_group(r, t, tp)]].node != node) {
           reject(s, fmt::format("tensor parallelism stays inside a node, but the tp "
                                 "group of devices {}-{} spans nodes",
-                                stage.devices[r * tp], stage.devices[r * tp + tp - 1]));
+                                stage.devices[index_in_group(r, 0, tp)],
+                                stage.devices[index_in_group(r, tp - 1, tp)]));
         }
       }
     }

@@ -50,7 +50,7 @@ RankLayout::RankLayout(const plan::Plan& plan, const std::string& source) {
       for (int i = 0; i < stage.dp; ++i) {
         for (int t = 0; t < stage.tp; ++t) {
           roles_.push_back({static_cast<int>(roles_.size()), p, group, i, stage.dp, t, stage.tp,
-                            stage.devices[i * stage.tp + t]});
+                            stage.devices[plan::index_in_group(i, t, stage.tp)]});
         }
       }
     }

@@ -60,7 +60,7 @@ class RankLayout {
   int rank_of(int group, int dp_index) const { return rank_of(0, group, dp_index); }
   int rank_of(int pipeline, int group, int dp_index, int tp_index = 0) const {
     const int first = first_rank_.at(pipeline).at(group);
-    return first + dp_index * roles_.at(first).tp + tp_index;
+    return first + plan::index_in_group(dp_index, tp_index, roles_.at(first).tp);
   }
   // The data-parallel ranks of one device group that hold shard `tp_index` (they sum
   // their gradients).
