@@ -68,5 +68,17 @@ TEST(Model, SelectiveRecomputationCostsLessThanFull) {
   EXPECT_LT(selective, full);
 }
 
+// The precision policy: 16-bit weights train with fp32 masters; a run in fp64 is costed as
+// fp32; a name that is no dtype is none.
+TEST(DtypePolicy, SixteenBitTypesKeepMastersAndFp64IsCostedAsFp32) {
+  EXPECT_TRUE(keeps_fp32_masters(DType::fp16));
+  EXPECT_TRUE(keeps_fp32_masters(DType::bf16));
+  EXPECT_FALSE(keeps_fp32_masters(DType::fp32));
+  EXPECT_EQ(costed_dtype("fp64"), DType::fp32);
+  EXPECT_EQ(costed_dtype("bf16"), DType::bf16);
+  EXPECT_EQ(costed_dtype("float16"), DType::fp16);
+  EXPECT_FALSE(costed_dtype("int3"));
+}
+
 }  // namespace
 }  // namespace hyperpipe::model

@@ -54,5 +54,15 @@ TEST(MixedPrecisionKernels, Bf16AndFp16RunOnThisCpu) {
   EXPECT_NO_THROW(require_kernels_for(torch::kFloat, torch::kCPU, "--dtype"));
 }
 
+// The runtime keeps masters exactly where the cost model counts them (model/dtype.h), and
+// fp64 is its own master.
+TEST(MixedPrecision, MastersWhereThePolicySays) {
+  for (const model::DType dtype : {model::DType::fp16, model::DType::bf16, model::DType::fp32}) {
+    EXPECT_EQ(needs_master_weights(scalar_type_of(dtype)), model::keeps_fp32_masters(dtype))
+        << model::to_string(dtype);
+  }
+  EXPECT_FALSE(needs_master_weights(torch::kDouble));
+}
+
 }  // namespace
 }  // namespace hyperpipe::runtime

@@ -23,8 +23,9 @@ constexpr double kFp32Bytes = 4;
 // One AdamW step per parameter reads the gradient (a main grad under mixed precision), the
 // master weight (the weight itself in fp32), momentum and variance, and writes all but the
 // gradient, plus the 16-bit copy.
-double adam_bytes_per_param(double element_bytes) {
-  const bool has_master = element_bytes < kMasterWeightBytes;
+double adam_bytes_per_param(model::DType dtype) {
+  const double element_bytes = model::bytes_per_element(dtype);
+  const bool has_master = model::keeps_fp32_masters(dtype);
   const double master_or_weight = has_master ? kMasterWeightBytes : element_bytes;
   const double gradient = has_master ? kMainGradBytes : element_bytes;
   const double read = gradient + master_or_weight + kAdamMomentBytes;
@@ -112,15 +113,14 @@ CostModel CostModel::with_options(CostOptions options) const {
 }
 
 double CostModel::gradient_bytes_per_element() const {
-  const double element_bytes = model::bytes_per_element(model_.config().dtype);
-  return element_bytes < kMasterWeightBytes ? kMainGradBytes : element_bytes;
+  const model::DType dtype = model_.config().dtype;
+  return model::keeps_fp32_masters(dtype) ? kMainGradBytes : model::bytes_per_element(dtype);
 }
 
 double CostModel::reduce_bytes_per_element() const {
-  const double element_bytes = model::bytes_per_element(model_.config().dtype);
-  return element_bytes < kMasterWeightBytes
-             ? model::bytes_per_element(options_.gradient_reduce_dtype)
-             : element_bytes;
+  const model::DType dtype = model_.config().dtype;
+  return model::bytes_per_element(model::keeps_fp32_masters(dtype) ? options_.gradient_reduce_dtype
+                                                                   : dtype);
 }
 
 model::Workload CostModel::workload(int64_t micro_batch, int64_t seq_len, int tp) const {
@@ -261,7 +261,7 @@ StageMemory CostModel::stage_memory(int first, int last, const DeviceGroup& grou
     // One stage holds the embedding and the head: the head's weight is the embedding's.
     params -= static_cast<double>(config.vocab) * static_cast<double>(config.embed_dim) / group.tp;
   }
-  const bool has_master = element_bytes < kMasterWeightBytes;
+  const bool has_master = model::keeps_fp32_masters(config.dtype);
   const double shards = options_.shard_optimizer ? group.dp : 1;
   const int layers = model_.num_layers();
   const bool whole_model = first == 0 && last == layers;
@@ -467,8 +467,8 @@ double CostModel::optimizer_step_time(int first, int last, const DeviceGroup& gr
     }
     if (complete) return measured / shards;
   }
-  const double element_bytes = model::bytes_per_element(model_.config().dtype);
-  const double bytes = range_params(first, last, group.tp) * adam_bytes_per_param(element_bytes);
+  const double bytes =
+      range_params(first, last, group.tp) * adam_bytes_per_param(model_.config().dtype);
   return bytes / memory_rate(cluster_.gpu_type(group.gpu_type)) / shards;
 }
 

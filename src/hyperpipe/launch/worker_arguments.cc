@@ -49,7 +49,7 @@ bool given(const std::vector<std::string>& arguments, const train_flags::Flag<bo
 model::Model model_as_run(const model::Model& model, const std::vector<std::string>& arguments) {
   const auto dtype = value_of(arguments, train_flags::kDtype);
   if (!dtype) return model;
-  const auto parsed = model::parse_dtype(*dtype == "fp64" ? "fp32" : *dtype);
+  const auto parsed = model::costed_dtype(*dtype);
   return parsed ? model.in_dtype(*parsed) : model;
 }
 

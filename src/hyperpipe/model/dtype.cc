@@ -36,4 +36,12 @@ std::vector<std::string> dtype_names() {
   return {"fp32", "fp16", "bf16"};
 }
 
+bool keeps_fp32_masters(DType dtype) {
+  return dtype == DType::fp16 || dtype == DType::bf16;
+}
+
+std::optional<DType> costed_dtype(std::string_view run_dtype) {
+  return parse_dtype(run_dtype == "fp64" ? "fp32" : run_dtype);
+}
+
 }  // namespace hyperpipe::model

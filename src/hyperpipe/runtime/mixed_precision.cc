@@ -21,7 +21,11 @@ torch::ScalarType scalar_type_of(model::DType dtype) {
 }
 
 bool needs_master_weights(torch::ScalarType type) {
-  return type == torch::kHalf || type == torch::kBFloat16;
+  // fp64 (comparing runs exactly) is no model dtype: its own master, as fp32.
+  for (const model::DType dtype : {model::DType::fp16, model::DType::bf16, model::DType::fp32}) {
+    if (scalar_type_of(dtype) == type) return model::keeps_fp32_masters(dtype);
+  }
+  return false;
 }
 
 MasterWeights::MasterWeights(std::vector<torch::Tensor> parameters, torch::ScalarType type,

@@ -592,7 +592,7 @@ std::string run_dtype(const std::string& requested, model::DType model_dtype) {
 }
 
 model::DType costed_dtype(const std::string& run_dtype) {
-  return run_dtype == "fp64" ? model::DType::fp32 : *model::parse_dtype(run_dtype);
+  return *model::costed_dtype(run_dtype);
 }
 
 void check_run(const TrainOptions& options) {
