@@ -133,6 +133,29 @@ TEST(Planner, PlansForAnotherFrameworkStayWithinWhatItExpresses) {
   EXPECT_THROW(restrict_to_framework(plan::Framework::deepspeed, gpipe_only), InputError);
 }
 
+// Every plan the planner makes (the best, each order's, the replicas', the baselines', the
+// peers') names the request's model and cluster and carries its runtime and sequence.
+TEST(Planner, EveryPlanCarriesTheRequestsSettings) {
+  const auto model = model::load_model("gpt3-1.3b");
+  const auto cluster = cluster::load_cluster("a100-v100-t4");
+  PlanRequest asked = request("models/gpt.yaml", "clusters/mixed.yaml", 32);
+  asked.batch.seq_len = 1024;
+  asked.every_order = true;
+  asked.peers = true;
+  const PlanResult result = make_plan(cost::CostModel(model, cluster), asked);
+  std::vector<const ScoredPlan*> plans{&result.best};
+  for (const auto* list : {&result.per_order, &result.baselines, &result.peers}) {
+    for (const auto& scored : *list) plans.push_back(&scored);
+  }
+  ASSERT_GT(plans.size(), 3u);
+  for (const ScoredPlan* scored : plans) {
+    EXPECT_EQ(scored->plan.model, "models/gpt.yaml") << scored->label;
+    EXPECT_EQ(scored->plan.cluster, "clusters/mixed.yaml") << scored->label;
+    EXPECT_EQ(scored->plan.seq_len, 1024) << scored->label;
+    EXPECT_EQ(scored->plan.runtime, plan::Framework::hyperpipe) << scored->label;
+  }
+}
+
 TEST(Planner, MixedClusterPlanFitsAndBeatsEveryBaseline) {
   const auto model = model::load_model("gpt3-2.7b");
   const auto cluster = cluster::load_cluster("a100-v100-t4");

@@ -87,11 +87,7 @@ std::optional<ScoredPlan> best_baseline(const cost::CostModel& costs, const Batc
       if (b < group_size) continue;  // every data-parallel rank needs a sequence
       for (model::Recompute recompute :
            {model::Recompute::none, model::Recompute::selective, model::Recompute::full}) {
-        plan::Plan plan;
-        plan.model = batch.model;
-        plan.cluster = batch.cluster;
-        plan.runtime = batch.runtime;
-        plan.seq_len = batch.seq_len;
+        plan::Plan plan = batch.new_plan();
         plan.micro_batch_size = b;
         plan.micro_batches = static_cast<int>(batch.global_batch / b);
         for (int s = 0; s < stages; ++s) {

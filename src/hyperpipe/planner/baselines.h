@@ -43,6 +43,17 @@ struct BatchSettings {
   // The framework meant to run the plans (plan/framework.h): they are simulated as it runs
   // them.
   plan::Framework runtime = plan::Framework::hyperpipe;
+
+  // Every plan the planner makes of this batch starts here: the model and cluster it
+  // names, its runtime and sequence length, no stage yet.
+  plan::Plan new_plan() const {
+    plan::Plan plan;
+    plan.model = model;
+    plan.cluster = cluster;
+    plan.runtime = runtime;
+    plan.seq_len = seq_len;
+    return plan;
+  }
 };
 
 // The fastest plan of this baseline that fits, or the fastest that does not if none fits;

@@ -136,11 +136,7 @@ class Enumeration {
     candidate.micro_batch = micro_batch_;
     candidate.pipeline.order = order_;
     candidate.pipeline.stages.assign(stages_.rbegin(), stages_.rend());
-    plan::Plan plan;
-    plan.model = options_.batch.model;
-    plan.cluster = options_.batch.cluster;
-    plan.runtime = options_.batch.runtime;
-    plan.seq_len = options_.batch.seq_len;
+    plan::Plan plan = options_.batch.new_plan();
     try {
       plan.pipeline(0) =
           to_pipeline(candidate, classes_, oracle_.all_shapes(), options_.batch.global_batch);

@@ -151,11 +151,7 @@ class PeerSearch {
     candidate.micro_batch = micro_batch_;
     for (const auto& choice : chosen) candidate.pipeline.order.push_back(choice.cls);
     candidate.pipeline.stages = stages;
-    plan::Plan plan;
-    plan.model = batch_.model;
-    plan.cluster = batch_.cluster;
-    plan.runtime = batch_.runtime;
-    plan.seq_len = batch_.seq_len;
+    plan::Plan plan = batch_.new_plan();
     try {
       plan.pipeline(0) =
           to_pipeline(candidate, classes_, oracle_->all_shapes(), batch_.global_batch);

@@ -310,11 +310,7 @@ PlanResult make_plan(const cost::CostModel& costs, const PlanRequest& request) {
   const auto to_plan = [&](const Found& found,
                            double unless_bound_reaches) -> std::optional<ScoredPlan> {
     const auto& [candidate, search] = found;
-    plan::Plan plan;
-    plan.model = request.batch.model;
-    plan.cluster = request.batch.cluster;
-    plan.runtime = request.batch.runtime;
-    plan.seq_len = request.batch.seq_len;
+    plan::Plan plan = request.batch.new_plan();
     try {
       plan.pipeline(0) = to_pipeline(*candidate, classes, search->shapes.at(candidate->micro_batch),
                                      request.batch.global_batch);

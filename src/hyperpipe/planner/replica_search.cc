@@ -148,11 +148,7 @@ std::optional<ScoredPlan> best_of_split(const cost::CostModel& costs,
   }
 
   const auto evaluate = [&](const std::vector<int64_t>& shares) -> std::optional<ScoredPlan> {
-    plan::Plan plan;
-    plan.model = options.batch.model;
-    plan.cluster = options.batch.cluster;
-    plan.runtime = options.batch.runtime;
-    plan.seq_len = options.batch.seq_len;
+    plan::Plan plan = options.batch.new_plan();
     std::string label;
     double estimate = 0;  // the slowest pipeline's, without the sum across pipelines
     for (int p = 0; p < pipelines; ++p) {
