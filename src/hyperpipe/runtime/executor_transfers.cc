@@ -38,40 +38,29 @@ int Executor::tag(int stage, int direction, int micro_batch) const {
 void Executor::post_receive(const Op& op) {
   Slot& s = slot(op.chunk, op.micro_batch);
   const int stage = stage_of(op.chunk);
+  const bool forward = op.kind == OpKind::recv_forward;
+  bool& posted = forward ? s.forward_posted : s.backward_posted;
+  if (posted) return;
+  posted = true;
   const auto shape = std::vector<int64_t>{mine_.size(), data_.seq_len(), model_.config().hidden};
   const auto options = torch::TensorOptions().device(options_.device).dtype(activation_type_);
-  if (op.kind == OpKind::recv_forward) {
-    if (s.forward_posted) return;
-    s.forward_posted = true;
-    const int previous = stage - 1;
-    s.input = torch::empty(shape, options);
-    for (const auto& slice : reshard(pipeline_.micro_batch_size, dp_of(previous), role_.dp)) {
-      if (slice.to_index != role_.dp_index) continue;
-      const auto region =
-          s.input.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size());
-      if (scattered(previous)) s.forward_gathers.push_back(region);
-      s.forward_receives.push_back(communicator_.recv(
-          scattered(previous) ? my_part(region) : region,
-          rank_of(group_of(previous), slice.from_index, role_.tp_index % tp_of(previous)),
-          tag(stage, kForward, op.micro_batch),
-          fmt::format("the activation of micro-batch {} for stage {}", op.micro_batch, stage)));
-    }
-  } else {
-    if (s.backward_posted) return;
-    s.backward_posted = true;
-    const int next = stage + 1;
-    s.from_next = torch::empty(shape, options);
-    for (const auto& slice : reshard(pipeline_.micro_batch_size, role_.dp, dp_of(next))) {
-      if (slice.from_index != role_.dp_index) continue;
-      const auto region =
-          s.from_next.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size());
-      if (scattered(next)) s.backward_gathers.push_back(region);
-      s.backward_receives.push_back(communicator_.recv(
-          scattered(next) ? my_part(region) : region,
-          rank_of(group_of(next), slice.to_index, role_.tp_index % tp_of(next)),
-          tag(stage, kBackward, op.micro_batch),
-          fmt::format("the gradient of micro-batch {} for stage {}", op.micro_batch, stage)));
-    }
+  torch::Tensor& into = forward ? s.input : s.from_next;
+  into = torch::empty(shape, options);
+  // The activation from the stage before, or the gradient from the one after.
+  const int peer = forward ? stage - 1 : stage + 1;
+  auto& gathers = forward ? s.forward_gathers : s.backward_gathers;
+  auto& receives = forward ? s.forward_receives : s.backward_receives;
+  // A piece from each of the peer's data-parallel ranks that holds samples of ours.
+  for (const auto& slice : reshard(pipeline_.micro_batch_size, dp_of(peer), role_.dp)) {
+    if (slice.to_index != role_.dp_index) continue;
+    const auto region = into.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size());
+    if (scattered(peer)) gathers.push_back(region);
+    receives.push_back(communicator_.recv(
+        scattered(peer) ? my_part(region) : region,
+        rank_of(group_of(peer), slice.from_index, role_.tp_index % tp_of(peer)),
+        tag(stage, forward ? kForward : kBackward, op.micro_batch),
+        fmt::format("the {} of micro-batch {} for stage {}", forward ? "activation" : "gradient",
+                    op.micro_batch, stage)));
   }
 }
 
