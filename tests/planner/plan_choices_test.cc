@@ -37,13 +37,13 @@ std::string refusal(const PlanChoices& choices) {
 TEST(PlanChoices, FixedChoicesAndLimitsReachTheSearch) {
   const Problem problem;
   PlanChoices choices = choices_for(64);
-  choices.tp = 2;
-  choices.pp = 3;
-  choices.dp = 1;
-  choices.recompute = model::Recompute::selective;
+  choices.space.tp = 2;
+  choices.space.stages = 3;
+  choices.space.dp = 1;
+  choices.space.recompute = model::Recompute::selective;
   choices.micro_batch = 4;
-  choices.max_stages = 6;
-  choices.schedules = {schedule::ScheduleKind::one_f_one_b};
+  choices.space.max_stages = 6;
+  choices.space.schedules = {schedule::ScheduleKind::one_f_one_b};
   choices.memory_margin = 0.1;
   choices.dtype_given = true;
   choices.explain = true;
@@ -55,7 +55,7 @@ TEST(PlanChoices, FixedChoicesAndLimitsReachTheSearch) {
   EXPECT_EQ(space.recompute, model::Recompute::selective);
   EXPECT_EQ(space.micro_batch, 4);
   EXPECT_EQ(space.max_stages, 6);
-  EXPECT_EQ(space.max_tp, PlanSpace{}.max_tp);  // 0: as wide as a node allows
+  EXPECT_EQ(space.max_tp, PlanSpace{}.max_tp);  // unset: as wide as a node allows
   EXPECT_EQ(planning.request.batch.micro_batch_sizes, std::vector<int64_t>{4});
   EXPECT_EQ(planning.request.batch.model, "gpt2");
   EXPECT_TRUE(planning.request.every_order);

@@ -3,17 +3,18 @@
 #include <string>
 
 #include "hyperpipe/common/limits.h"
+#include "hyperpipe/launch/train_flags.h"
 
 namespace hyperpipe::cli {
 
 void add_format_option(CLI::App& command, OutputFormat& format) {
   command
       .add_option_function<std::string>(
-          "--format",
+          std::string(launch::train_flags::kFormat.name),
           [&format](const std::string& name) {
             format = name == "json" ? OutputFormat::json : OutputFormat::table;
           },
-          "Output: readable tables or JSON for scripts")
+          std::string(launch::train_flags::kFormat.help))
       ->transform(CLI::IsMember({"table", "json"}, CLI::ignore_case))
       ->type_name("table|json")
       ->default_str("table");

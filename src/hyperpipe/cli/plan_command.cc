@@ -41,6 +41,7 @@ struct PlanArgs {
   std::optional<std::string> out;
   std::string runtime = "hyperpipe";
   std::vector<std::string> schedules;   // kinds allowed; empty: every kind
+  int max_tp = 0;                       // 0: as wide as a node allows
   std::optional<double> memory_margin;  // percent
   OutputFormat format = OutputFormat::table;
 };
@@ -51,12 +52,13 @@ planner::PlanChoices choices_of(const PlanArgs& args) {
   choices.model_reference = plan::reference_beside(args.out, args.model);
   choices.cluster_reference = plan::reference_beside(args.out, args.cluster);
   choices.cluster_argument = args.cluster;
-  if (args.recompute) choices.recompute = model::parse_recompute(*args.recompute);
+  if (args.recompute) choices.space.recompute = model::parse_recompute(*args.recompute);
   choices.dtype_given = args.dtype.has_value();
   choices.runtime = *plan::parse_framework(args.runtime);
   for (const auto& name : args.schedules) {
-    choices.schedules.push_back(*schedule::parse_schedule_kind(name));
+    choices.space.schedules.push_back(*schedule::parse_schedule_kind(name));
   }
+  if (args.max_tp > 0) choices.space.max_tp = args.max_tp;
   if (args.memory_margin) choices.memory_margin = *args.memory_margin / 100;
   if (args.baseline) choices.baseline = *planner::parse_baseline(*args.baseline);
   choices.baseline_name = args.baseline.value_or("");
@@ -124,17 +126,17 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "Fix the micro-batch size (default: search every divisor of the global batch)")
       ->check(positive_integer());
   command
-      ->add_option("--tp", args->choices.tp,
+      ->add_option("--tp", args->choices.space.tp,
                    "Fix tensor parallelism: every stage this tp (Megatron-LM's "
                    "--tensor-model-parallel-size); the planner searches the rest")
       ->check(positive_integer());
   command
-      ->add_option("--pp", args->choices.pp,
+      ->add_option("--pp", args->choices.space.stages,
                    "Fix the pipeline: exactly this many device groups (Megatron-LM's "
                    "--pipeline-model-parallel-size)")
       ->check(positive_integer());
   command
-      ->add_option("--dp", args->choices.dp,
+      ->add_option("--dp", args->choices.space.dp,
                    "Fix data parallelism: every stage this dp, one pipeline (the micro-batch is "
                    "split over it)")
       ->check(positive_integer());
@@ -149,10 +151,12 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "model's); the plan records it")
       ->check(CLI::IsMember(model::dtype_names()));
   command
-      ->add_option("--max-tp", args->choices.max_tp,
+      ->add_option("--max-tp", args->max_tp,
                    "Widest tensor parallelism to consider (default: as wide as a node)")
       ->check(CLI::PositiveNumber);
-  command->add_option("--max-stages", args->choices.max_stages, "Most pipeline stages to consider")
+  command
+      ->add_option("--max-stages", args->choices.space.max_stages,
+                   "Most pipeline stages to consider")
       ->check(positive_integer())
       ->default_str("32");
   command
@@ -173,7 +177,7 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "the plan faster)")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->default_val("auto");
-  command->add_flag("--same-dp", args->choices.same_dp,
+  command->add_flag("--same-dp", args->choices.space.same_dp,
                     "Every stage the same data-parallel degree, one pipeline (as Megatron-LM and "
                     "DeepSpeed require)");
   command->add_flag("--sequence-parallel", args->choices.sequence_parallel,

@@ -173,7 +173,7 @@ inline constexpr Flag<bool> kNoPlacementCheck{
     "or the processes of one node of the cluster file run on several hosts"};
 inline constexpr Flag<bool> kOverwrite{
     "--overwrite", "Replace the checkpoints an earlier run left in --checkpoint-dir"};
-// Registered by cli/output_format.h's add_format_option, as every command's.
+// Every command's --format (train's too), registered from here by cli/output_format.h.
 inline constexpr Flag<std::string> kFormat{"--format",
                                            "Output: readable tables or JSON for scripts"};
 

@@ -19,20 +19,6 @@ cost::CostOptions cost_options_of(const PlanChoices& choices) {
   return options;
 }
 
-// The space searched: the choices the user fixed, and the limits they set.
-PlanSpace space_of(const PlanChoices& choices) {
-  PlanSpace space;
-  space.max_stages = choices.max_stages;
-  if (choices.max_tp > 0) space.max_tp = choices.max_tp;
-  space.same_dp = choices.same_dp;
-  space.tp = choices.tp;
-  space.dp = choices.dp;
-  space.stages = choices.pp;
-  space.recompute = choices.recompute;
-  space.schedules = choices.schedules;
-  return space;
-}
-
 // The micro-batch sizes searched: every divisor within the limit, or the one fixed, checked.
 std::vector<int64_t> micro_batch_sizes_of(const PlanChoices& choices) {
   const int64_t global_batch = choices.global_batch;
@@ -66,7 +52,7 @@ ShardedPlanning planning_of(const PlanChoices& choices, const model::Model& mode
   PlanRequest request;
   request.batch = {choices.model_reference, choices.cluster_reference, choices.global_batch,
                    choices.seq_len, micro_batch_sizes_of(choices)};
-  request.space = space_of(choices);
+  request.space = choices.space;
   if (choices.micro_batch) request.space.micro_batch = *choices.micro_batch;
   restrict_to_framework(choices.runtime, request);
   request.every_order = choices.explain;

@@ -13,8 +13,8 @@
 #include "hyperpipe/model/model.h"
 #include "hyperpipe/plan/framework.h"
 #include "hyperpipe/planner/baselines.h"
+#include "hyperpipe/planner/plan_space.h"
 #include "hyperpipe/planner/sharded_planning.h"
-#include "hyperpipe/schedule/schedule.h"
 
 namespace hyperpipe::planner {
 
@@ -26,21 +26,16 @@ struct PlanChoices {
   int64_t global_batch = 0;
   int64_t seq_len = 0;                 // 0: the model's
   std::optional<int64_t> micro_batch;  // unset: every divisor of the global batch searched
-  // The shape the user already runs, fixed (0 or unset: searched).
-  int tp = 0;
-  int pp = 0;
-  int dp = 0;
-  std::optional<model::Recompute> recompute;
+  // What the user fixed (tp, dp, stages, recompute) and the limits they set (max_stages,
+  // max_tp, same_dp, schedules); micro_batch comes from the field above, and the framework
+  // restricts the rest (restrict_to_framework).
+  PlanSpace space;
   bool dtype_given = false;  // the model is in the dtype asked for: the plan records it
-  int max_stages = 32;
-  int max_tp = 0;  // 0: as wide as a node allows
-  bool same_dp = false;
   bool sequence_parallel = false;
   plan::Framework runtime = plan::Framework::hyperpipe;
-  std::string shard_optimizer = "auto";           // auto, on, off (optimizer_shardings)
-  std::vector<schedule::ScheduleKind> schedules;  // allowed; empty: every kind
-  bool explain = false;                           // every stage order, and the peers' spaces
-  std::optional<double> memory_margin;            // a share of each device's memory
+  std::string shard_optimizer = "auto";  // auto, on, off (optimizer_shardings)
+  bool explain = false;                  // every stage order, and the peers' spaces
+  std::optional<double> memory_margin;   // a share of each device's memory
   cost::Estimator estimator = cost::CostOptions{}.estimator;
   std::optional<Baseline> baseline;  // instead of the search
   std::string baseline_name;         // as asked, for messages
