@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_run.h"
+#include "example_plans.h"
 #include "test_files.h"
 
 namespace hyperpipe::cli {
@@ -18,14 +18,7 @@ using testing::run;
 
 using testing::kExamples;
 
-// The example plan with its cluster's path made absolute and `memory_margin` set.
-std::string plan_with_margin(double margin, const std::string& name) {
-  std::ifstream in(kExamples + "/plans/gpt3-2.7b-4stage.json");
-  auto plan = nlohmann::json::parse(in);
-  plan["cluster"] = kExamples + "/clusters/a100-v100-t4.yaml";
-  plan["memory_margin"] = margin;
-  return hyperpipe::testing::write_temp_file(name, plan.dump());
-}
+using hyperpipe::testing::example_plan_with_margin;
 
 nlohmann::json simulated(const std::string& plan) {
   const Result r = run("simulate --plan " + plan + " --format json");
@@ -42,7 +35,7 @@ double term(const nlohmann::json& memory, const std::string& name) {
 }
 
 TEST(MemoryVerdict, OverCapacityNamesTheDeviceTheExcessAndTheTerm) {
-  const auto fits = simulated(plan_with_margin(0.0, "margin-0.json"));
+  const auto fits = simulated(example_plan_with_margin(0.0, "margin-0.json"));
   ASSERT_TRUE(fits["fits"].get<bool>());
   const auto& rank0 = fits["ranks"][0];
   double sum = 0;
@@ -57,7 +50,7 @@ TEST(MemoryVerdict, OverCapacityNamesTheDeviceTheExcessAndTheTerm) {
   ASSERT_LT(term(rank0["memory"], "allocator"), 0.9 * communicators);
   ASSERT_LT(term(rank0["memory"], "context"), 0.9 * communicators);
   const double margin = 1 - (peak - 0.9 * communicators) / capacity;
-  const std::string tight = plan_with_margin(margin, "margin-tight.json");
+  const std::string tight = example_plan_with_margin(margin, "margin-tight.json");
   const auto over = simulated(tight);
   EXPECT_FALSE(over["fits"].get<bool>());
   // (A margin this wide may leave others over too: the first group is the one sized.)

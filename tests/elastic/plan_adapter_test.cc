@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "hyperpipe/cluster/cluster_loader.h"
+#include "hyperpipe/common/error.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/sim/plan_simulation.h"
 #include "test_files.h"
@@ -84,6 +85,17 @@ struct Fixture {
     return compute;
   }
 };
+
+// An adapting run needs the profiles its plan was made for and a checkpoint directory to
+// go on from; one that hands over on request needs the directory its launcher asks in.
+TEST(PlanAdapter, AnAdaptingRunNeedsItsProfilesAndACheckpointDirectory) {
+  EXPECT_NO_THROW(check_adapting_run(false, false, false, false));
+  EXPECT_NO_THROW(check_adapting_run(true, true, true, true));
+  EXPECT_THROW(check_adapting_run(true, false, false, true), InputError);
+  EXPECT_THROW(check_adapting_run(true, false, true, false), InputError);
+  EXPECT_NO_THROW(check_adapting_run(false, true, false, true));
+  EXPECT_THROW(check_adapting_run(false, true, true, false), InputError);
+}
 
 TEST(PlanAdapter, DevicesAsFastAsTheirProfilesOrWithinTheThresholdChangeNothing) {
   Fixture f;

@@ -49,6 +49,14 @@ TEST(Model, InAnotherDtypeOnlyTheBytesPerElementChange) {
   EXPECT_EQ(bf16.in_dtype(DType::bf16).config().dtype, DType::bf16);
 }
 
+// A run or a setting of sequence length 0 takes the model's; any other is its own.
+TEST(Model, ASequenceLengthOfZeroIsTheModels) {
+  const TransformerConfig config = *find_catalogue_model("gpt3-2.7b");
+  EXPECT_EQ(config.sequence_length(0), config.seq_len);
+  EXPECT_EQ(config.sequence_length(512), 512);
+  EXPECT_NE(config.seq_len, 512);
+}
+
 TEST(Model, ChainIsEmbeddingBlocksHead) {
   const Model model(*find_catalogue_model("llama2-7b"));
   ASSERT_EQ(model.num_layers(), 34);

@@ -1,3 +1,5 @@
+// `hyperpipe describe`: a model, a cluster and the cost model's view of each layer on each GPU
+// type (report/description.h), as tables or JSON.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
@@ -6,87 +8,55 @@
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/estimator_option.h"
 #include "hyperpipe/cli/output_format.h"
-#include "hyperpipe/cluster/cluster_loader.h"
-#include "hyperpipe/common/error.h"
-#include "hyperpipe/cost/cost_model.h"
-#include "hyperpipe/model/model_loader.h"
-#include "hyperpipe/report/describe_report.h"
-#include "hyperpipe/report/estimate_report.h"
+#include "hyperpipe/report/description.h"
 
 namespace hyperpipe::cli {
 
-using report::describe_report;
-using report::DescribeSettings;
-using report::estimate_report;
-using report::EstimateSettings;
-using report::print_describe_tables;
-using report::print_estimate_tables;
 namespace {
 
 struct DescribeArgs {
-  std::string model = kDefaultModel;
-  std::string cluster = kDefaultCluster;
-  std::optional<std::string> profiles;
-  int64_t micro_batch = 1;
-  int64_t seq_len = 0;
-  int tp = 1;
+  report::DescribeRequest request{.model = kDefaultModel, .cluster = kDefaultCluster};
   std::string recompute = "none";  // none, selective or full
-  cost::Estimator estimator = cost::CostOptions{}.estimator;
-  bool estimate = false;  // the op-level estimate of a layer, op by op
-  EstimateSettings estimate_settings;
+  bool estimate = false;           // the op-level estimate of a layer, op by op
+  report::EstimateSettings estimate_settings;
   OutputFormat format = OutputFormat::table;
 };
 
-void run_describe(const DescribeArgs& args, std::ostream& out) {
-  const model::Model model = model::load_model(args.model);
-  const cluster::Cluster cluster = cluster::load_cluster(args.cluster);
-  std::optional<cost::ProfileDb> profiles;
-  if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
-  if (model.config().flavour == model::Flavour::gpt && args.seq_len > model.config().seq_len) {
-    throw InputError("--seq", std::to_string(args.seq_len),
-                     "expected at most the model's " + std::to_string(model.config().seq_len) +
-                         " learned positions");
-  }
-  if (model.config().heads % args.tp != 0) {
-    throw InputError("--tp", std::to_string(args.tp),
-                     "expected a divisor of the model's " + std::to_string(model.config().heads) +
-                         " attention heads");
-  }
-  cost::CostOptions options;
-  options.estimator = args.estimator;
-  const cost::CostModel costs(model, cluster, options, profiles ? &*profiles : nullptr);
-  const auto recompute = model::parse_recompute(args.recompute).value_or(model::Recompute::none);
-  const DescribeSettings settings{args.micro_batch, args.seq_len, args.tp, recompute};
-  nlohmann::json report = describe_report(costs, settings);
-  if (args.estimate) {
-    report["op_estimate"] = estimate_report(costs, settings, args.estimate_settings);
-  }
+void run_describe(DescribeArgs args, std::ostream& out) {
+  args.request.settings.recompute =
+      model::parse_recompute(args.recompute).value_or(model::Recompute::none);
+  if (args.estimate) args.request.estimate = args.estimate_settings;
+  const nlohmann::json report = report::describe(args.request);
   if (args.format == OutputFormat::json) {
     out << report.dump(2) << '\n';
     return;
   }
-  print_describe_tables(report, out);
-  if (args.estimate) print_estimate_tables(report["op_estimate"], out);
+  report::print_describe_tables(report, out);
+  if (args.estimate) report::print_estimate_tables(report["op_estimate"], out);
 }
 
 void add_describe(CLI::App& app, DescribeArgs& args, std::function<void()> action) {
   CLI::App* describe = app.add_subcommand(
       "describe", "Show a model's layers, a cluster's devices and links, and the cost model");
   describe
-      ->add_option("--model,-m", args.model,
+      ->add_option("--model,-m", args.request.model,
                    "Catalogue name, model .yaml, or Hugging Face config.json")
       ->default_str(kDefaultModel);
-  describe->add_option("--cluster,-c", args.cluster, "Cluster .yaml or built-in cluster name")
+  describe
+      ->add_option("--cluster,-c", args.request.cluster, "Cluster .yaml or built-in cluster name")
       ->default_str(kDefaultCluster);
-  describe->add_option("--profiles", args.profiles,
+  describe->add_option("--profiles", args.request.profiles,
                        "Profile database (JSON) to prefer over "
                        "estimates");
-  describe->add_option("--micro-batch,-b", args.micro_batch, "Sequences per micro-batch")
+  describe
+      ->add_option("--micro-batch,-b", args.request.settings.micro_batch,
+                   "Sequences per micro-batch")
       ->check(positive_integer())
       ->default_str("1");
-  describe->add_option("--seq", args.seq_len, "Sequence length (default: the model's)")
+  describe
+      ->add_option("--seq", args.request.settings.seq_len, "Sequence length (default: the model's)")
       ->check(positive_integer());
-  describe->add_option("--tp", args.tp, "Tensor-parallel degree")
+  describe->add_option("--tp", args.request.settings.tp, "Tensor-parallel degree")
       ->check(positive_integer())
       ->default_str("1");
   describe->add_option("--recompute", args.recompute, "Activation recomputation")
@@ -101,7 +71,7 @@ void add_describe(CLI::App& app, DescribeArgs& args, std::function<void()> actio
   describe->add_option("--gpu", args.estimate_settings.gpu_type,
                        "With --estimate: a GPU type, of the cluster or the catalogue "
                        "(default: each the cluster has)");
-  add_estimator_option(*describe, args.estimator);
+  add_estimator_option(*describe, args.request.estimator);
   add_format_option(*describe, args.format);
   describe->footer(
       "Examples:\n"

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <filesystem>
 
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
@@ -46,8 +45,7 @@ void add_join_command(CLI::App& app, std::ostream& out) {
       "Example:\n"
       "  hyperpipe join --checkpoint-dir run/checkpoints --device 1");
   command->callback([args, &out] {
-    const std::string elastic_dir =
-        (std::filesystem::path(args->checkpoint_dir) / elastic::kElasticDirectory).string();
+    const std::string elastic_dir = elastic::elastic_directory(args->checkpoint_dir);
     const auto answers = elastic::offer_and_wait(elastic_dir, args->devices, args->wait_seconds);
     if (!answers) {
       throw InputError("--checkpoint-dir", args->checkpoint_dir,

@@ -74,7 +74,7 @@ void run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
   const planner::ShardedPlanning planning =
       planner::planning_of(choices_of(args), model, cluster, profiles ? &*profiles : nullptr);
-  const int64_t seq = args.choices.seq_len > 0 ? args.choices.seq_len : model.config().seq_len;
+  const int64_t seq = model.config().sequence_length(args.choices.seq_len);
   const int searches = static_cast<int>(planning.shardings.size());
   PlanningProgress progress(err, is_terminal(err), searches);
   planner::Planned planned;

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <filesystem>
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -12,24 +12,13 @@
 #include "hyperpipe/cli/output_format.h"
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
-#include "hyperpipe/common/quantity.h"
-#include "hyperpipe/plan/checked_plan.h"
-#include "hyperpipe/plan/plan_json.h"
-#include "hyperpipe/planner/described_run.h"
-#include "hyperpipe/report/planner_alternatives.h"
 #include "hyperpipe/report/simulation_report.h"
-#include "hyperpipe/sim/runnable_simulation.h"
+#include "hyperpipe/report/simulation_run.h"
 #include "hyperpipe/trace/chrome_trace.h"
 #include "hyperpipe/trace/svg_gantt.h"
 
 namespace hyperpipe::cli {
 
-using report::Alternative;
-using report::alternatives_json;
-using report::planner_alternatives;
-using report::print_alternatives;
-using report::print_simulation_tables;
-using report::simulation_report;
 namespace {
 
 // A run described as Megatron-LM's command line describes it, in place of a plan file.
@@ -50,145 +39,66 @@ struct RunArgs {
 };
 
 struct SimulateArgs {
-  std::optional<std::string> plan;
+  report::SimulationRequest request;
   RunArgs run;
-  std::optional<std::string> cluster;
-  std::optional<std::string> profiles;
-  cost::Estimator estimator = cost::CostOptions{}.estimator;
+  std::optional<std::string> p2p;
+  std::optional<std::string> runtime;
   std::optional<std::string> trace;
   std::optional<std::string> svg;
-  bool overlap_allreduce = false;
-  std::optional<std::string> p2p;      // unset: as the plan's runtime exchanges
-  std::optional<std::string> runtime;  // unset: the plan's
   OutputFormat format = OutputFormat::table;
 };
 
-bool described(const RunArgs& run) {
-  for (const CLI::Option* option : run.options) {
-    if (option->count() > 0) return true;
+// The run the flags describe, if any was given.
+std::optional<planner::RunDescription> run_description(const RunArgs& run,
+                                                       const std::optional<std::string>& cluster) {
+  if (std::none_of(run.options.begin(), run.options.end(),
+                   [](const CLI::Option* option) { return option->count() > 0; })) {
+    return std::nullopt;
   }
-  return false;
-}
-
-// The described run, with the defaults of an undescribed model and cluster.
-planner::RunDescription run_description(const SimulateArgs& args, plan::Framework runtime) {
-  const RunArgs& run = args.run;
   planner::RunDescription description;
   planner::RunShape& shape = description.shape;
   shape.tp = run.tp;
   shape.pp = run.pp;
   shape.dp = run.dp.value_or(0);
   shape.micro_batch = run.micro_batch;
-  shape.global_batch = *run.global_batch;
+  shape.global_batch = run.global_batch.value_or(0);
   shape.seq_len = run.seq_len;
   shape.virtual_stages = run.virtual_stages;
   shape.recompute = *model::parse_recompute(run.recompute);
   shape.sequence_parallel = run.sequence_parallel;
   shape.shard_optimizer = run.distributed_optimizer;
-  shape.runtime = runtime;
   description.model = run.model.value_or(kDefaultModel);
-  description.cluster = args.cluster.value_or(kDefaultCluster);
+  description.cluster = cluster.value_or(kDefaultCluster);
   if (run.dtype) description.dtype = *model::parse_dtype(*run.dtype);
   return description;
 }
 
-// --runtime's framework, if given; InputError for a name that is none.
-std::optional<plan::Framework> framework_asked(const SimulateArgs& args) {
-  if (!args.runtime) return std::nullopt;
-  const auto framework = plan::parse_framework(*args.runtime);
-  if (!framework) {
-    throw InputError("--runtime", *args.runtime,
-                     fmt::format("one of {}", fmt::join(plan::framework_names(), ", ")));
-  }
-  return framework;
-}
-
-// What simulate runs: a plan file's plan, or the described run's.
-struct Simulated {
-  plan::Plan plan;
-  model::Model model;
-  cluster::Cluster cluster;
-  std::string source;  // the plan file, or the run's flags, for messages
-  std::optional<planner::RunShape> run;
-};
-
-Simulated load_simulated(const SimulateArgs& args) {
-  if (args.plan && described(args.run)) {
-    throw InputError("--plan", *args.plan,
-                     "no run description beside it (--model, --global-batch, --tp, --pp, --dp, "
-                     "--micro-batch, …): a plan file or a description, not both");
-  }
-  if (args.plan) {
-    auto [plan, model, cluster] = plan::load_checked_plan(*args.plan, args.cluster);
-    return {std::move(plan), std::move(model), std::move(cluster), *args.plan, std::nullopt};
-  }
-  if (!args.run.global_batch) {
-    throw InputError("simulate", "",
-                     "--plan FILE, or a run described as Megatron-LM's command line: --model M "
-                     "--cluster C --global-batch B [--tp T --pp P --dp D --micro-batch b]");
-  }
-  const plan::Framework runtime = framework_asked(args).value_or(plan::Framework::megatron);
-  auto [plan, model, cluster, shape] = planner::plan_described_run(run_description(args, runtime));
-  return {std::move(plan), std::move(model), std::move(cluster),
-          fmt::format("--tp {} --pp {} --dp {}", shape.tp, shape.pp, shape.dp), shape};
-}
-
-void run_simulate(const SimulateArgs& args, std::ostream& out) {
-  auto [plan, model, cluster, source, run] = load_simulated(args);
-  if (args.overlap_allreduce) plan.overlap_allreduce = true;
-  std::optional<cost::ProfileDb> profiles;
-  if (args.profiles) profiles = cost::ProfileDb::load_for(*args.profiles, model.config().name);
-  cost::CostOptions cost_options;
-  cost_options.estimator = args.estimator;
-  const cost::CostModel costs(model, cluster, cost_options, profiles ? &*profiles : nullptr);
-  if (const auto framework = framework_asked(args); framework && !run) {
-    sim::run_with(plan, *framework, source);
-  }
-  sim::SimOptions options;
-  if (args.p2p) {
-    options.p2p = *args.p2p == "blocking" ? sim::P2pMode::blocking : sim::P2pMode::async;
-  }
-  sim::PlanSimulation simulation = sim::simulate_runnable(costs, plan, options);
-
-  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : model.config().seq_len;
-  simulation.output.timeline.title =
-      fmt::format("{} on {}: {}, {} (predicted)", model.config().name, cluster.name(),
-                  schedule::to_string(plan.schedule),
-                  counted(plan.micro_batches, "micro-batch", "micro-batches"));
-  // Files first: a failure to write them must not follow a printed success.
-  if (args.trace) {
-    write_file_atomically(*args.trace, trace::chrome_trace(simulation.output.timeline).dump());
-  }
-  if (args.svg) write_file_atomically(*args.svg, trace::svg_gantt(simulation.output.timeline));
-  auto report = simulation_report(plan, simulation, model.config().name, cluster.name(), seq);
-  // Beside a described run, what the planner would do instead.
-  std::vector<Alternative> alternatives;
-  if (run) {
-    const planner::BatchSettings batch(plan.model, plan.cluster, run->global_batch, plan.seq_len,
-                                       {}, plan.runtime);
-    alternatives = planner_alternatives(model, cluster, cost_options,
-                                        profiles ? &*profiles : nullptr, batch, *run);
-  }
-  const double iteration = simulation.output.iteration_time;
-  if (args.format == OutputFormat::json) {
-    if (run) {
-      report["plan"] = plan::to_json(plan);
-      report["planner"] = alternatives_json(alternatives, iteration);
+void run_simulate(SimulateArgs& args, std::ostream& out) {
+  auto& request = args.request;
+  if (args.runtime) {
+    request.runtime = plan::parse_framework(*args.runtime);
+    if (!request.runtime) {
+      throw InputError("--runtime", *args.runtime,
+                       fmt::format("one of {}", fmt::join(plan::framework_names(), ", ")));
     }
-    out << report.dump(2) << '\n';
+  }
+  if (args.p2p)
+    request.p2p = *args.p2p == "blocking" ? sim::P2pMode::blocking : sim::P2pMode::async;
+  request.described = run_description(args.run, request.cluster);
+  const report::SimulationRun run = report::simulate_request(request);
+  const trace::Timeline& timeline = run.simulation.output.timeline;
+  // Files first: a failure to write them must not follow a printed success.
+  if (args.trace) write_file_atomically(*args.trace, trace::chrome_trace(timeline).dump());
+  if (args.svg) write_file_atomically(*args.svg, trace::svg_gantt(timeline));
+  if (args.format == OutputFormat::json) {
+    out << run.report.dump(2) << '\n';
     return;
   }
-  if (run) {
-    out << fmt::format(
-        "{} run: tp {} × pp {} × dp {} on GPUs {} of {}, micro-batch {} per data-parallel "
-        "rank{}\n\n",
-        plan::traits(plan.runtime).display_name, run->tp, run->pp, run->dp,
-        plan::format_devices(plan::devices_in_rank_order(plan)), cluster.name(), run->micro_batch,
-        run->virtual_stages > 1 ? fmt::format(", {} virtual stages per rank", run->virtual_stages)
-                                : "");
+  if (run.described) out << report::described_run_line(run) << "\n\n";
+  report::print_simulation_tables(run.report, out);
+  if (run.described) {
+    report::print_alternatives(run.alternatives, run.simulation.output.iteration_time, out);
   }
-  print_simulation_tables(report, out);
-  if (run) print_alternatives(alternatives, iteration, out);
   if (args.trace) out << "Trace (open in ui.perfetto.dev): " << *args.trace << '\n';
   if (args.svg) out << "Timeline chart: " << *args.svg << '\n';
 }
@@ -247,17 +157,18 @@ void add_simulate_command(CLI::App& app, std::ostream& out) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* command = app.add_subcommand(
       "simulate", "Simulate a plan event by event and show its predicted timeline");
-  command->add_option("--plan,-p", args->plan,
+  command->add_option("--plan,-p", args->request.plan_path,
                       "Plan file (docs/formats.md); or describe a run with the options below");
-  command->add_option("--cluster,-c", args->cluster,
+  command->add_option("--cluster,-c", args->request.cluster,
                       "Cluster to run it on instead of the one the plan names (for a described "
                       "run: its cluster, default a100-v100-t4)");
   add_run_options(*command, args->run);
-  command->add_option("--profiles", args->profiles, "Profile database to prefer over estimates");
-  add_estimator_option(*command, args->estimator);
+  command->add_option("--profiles", args->request.profiles,
+                      "Profile database to prefer over estimates");
+  add_estimator_option(*command, args->request.estimator);
   command->add_option("--trace", args->trace, "Write a Chrome/Perfetto trace (JSON) here");
   command->add_option("--svg", args->svg, "Write an SVG Gantt chart here");
-  command->add_flag("--overlap-allreduce", args->overlap_allreduce,
+  command->add_flag("--overlap-allreduce", args->request.overlap_allreduce,
                     "Start each chunk's gradient all-reduce as soon as its gradients are ready "
                     "(the plan's overlap_allreduce)");
   command

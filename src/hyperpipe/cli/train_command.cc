@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <filesystem>
 #include <type_traits>
 
 #include "hyperpipe/cli/app.h"
@@ -171,15 +170,8 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
         plan::load_checked_plan(options->plan_path, options->cluster);
     plan::check_runs_here(plan, options->plan_path);
     // Options that need others: refused by the launcher's pre-flight (--check) as here.
-    if (*adapt && (!*profiles_path || !options->checkpoint_dir)) {
-      throw InputError("--adapt", "",
-                       "--profiles (the speeds the plan was made for) and --checkpoint-dir "
-                       "(where the run goes on from)");
-    }
-    if (*hand_over && !options->checkpoint_dir) {
-      throw InputError("--hand-over-on-request", "",
-                       "--checkpoint-dir (the launcher asks in it, and the run goes on from it)");
-    }
+    elastic::check_adapting_run(*adapt, *hand_over, profiles_path->has_value(),
+                                options->checkpoint_dir.has_value());
     std::optional<cost::ProfileDb> profiles;
     if (*profiles_path) profiles = cost::ProfileDb::load_for(**profiles_path, model.config().name);
     if (*check_only) {
@@ -190,8 +182,7 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     }
     const std::string dtype = runtime::run_dtype(options->dtype, model.config().dtype);
     report->steps = options->steps;
-    report->tokens_per_step =
-        plan.global_batch() * (plan.seq_len > 0 ? plan.seq_len : model.config().seq_len);
+    report->tokens_per_step = plan.global_batch() * model.config().sequence_length(plan.seq_len);
     report->checkpoint_dir = options->checkpoint_dir;
     report->resume = options->resume;
     report->json = *format == OutputFormat::json;
@@ -216,16 +207,13 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     TrainProgress progress(*report, report->json ? err : out);
     if (*adapt) {
       progress.adapt_with(std::make_unique<elastic::PlanAdapter>(
-          elastic::AdaptInputs{
-              plan, options->plan_path, as_run, cluster, options->cluster, *profiles,
-              (std::filesystem::path(*options->checkpoint_dir) / elastic::kElasticDirectory)
-                  .string(),
-              options->steps, options->resume},
+          elastic::AdaptInputs{plan, options->plan_path, as_run, cluster, options->cluster,
+                               *profiles, elastic::elastic_directory(*options->checkpoint_dir),
+                               options->steps, options->resume},
           *adapt_settings, report->json ? err : out));
     }
     if (*hand_over) {
-      progress.hand_over_on_request(
-          (std::filesystem::path(*options->checkpoint_dir) / elastic::kElasticDirectory).string());
+      progress.hand_over_on_request(elastic::elastic_directory(*options->checkpoint_dir));
     }
     try {
       const auto record = runtime::train(*options, progress);

@@ -117,7 +117,7 @@ class ElasticRun {
           "no --checkpoint-every: a restart goes back to the start (checkpoints are written "
           "only at the end)");
     }
-    elastic_dir_ = (fs::path(*checkpoint_dir) / kElasticDirectory).string();
+    elastic_dir_ = elastic_directory(*checkpoint_dir);
     fs::create_directories(elastic_dir_);
     // Requests and hand-overs are for a launcher that is running: none is for this one yet.
     clear_joins(elastic_dir_);

@@ -9,6 +9,7 @@
 // agent on each other host starts that host's ranks (host_rounds.h).
 #pragma once
 
+#include <filesystem>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -24,6 +25,11 @@ namespace hyperpipe::elastic {
 inline constexpr const char* kElasticDirectory = "elastic";
 inline constexpr const char* kRecoveryFile = "recovery.json";
 inline constexpr const char* kRecoveryFormat = "hyperpipe.recovery/1";
+
+// CHECKPOINT_DIR/elastic: where a leader, its agents, an adapting run and a joiner meet.
+inline std::string elastic_directory(const std::string& checkpoint_dir) {
+  return (std::filesystem::path(checkpoint_dir) / kElasticDirectory).string();
+}
 
 // How long a leader waits at the start for agents to offer the plan's other devices: long
 // enough for `hyperpipe agent` to be started by hand or by a scheduler on the other hosts.

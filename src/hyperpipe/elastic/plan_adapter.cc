@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "hyperpipe/common/error.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/statistics.h"
@@ -17,6 +18,19 @@
 namespace hyperpipe::elastic {
 
 namespace fs = std::filesystem;
+
+void check_adapting_run(bool adapt, bool hand_over_on_request, bool has_profiles,
+                        bool has_checkpoint_dir) {
+  if (adapt && (!has_profiles || !has_checkpoint_dir)) {
+    throw InputError("--adapt", "",
+                     "--profiles (the speeds the plan was made for) and --checkpoint-dir "
+                     "(where the run goes on from)");
+  }
+  if (hand_over_on_request && !has_checkpoint_dir) {
+    throw InputError("--hand-over-on-request", "",
+                     "--checkpoint-dir (the launcher asks in it, and the run goes on from it)");
+  }
+}
 
 PlanAdapter::PlanAdapter(AdaptInputs inputs, AdaptSettings settings, std::ostream& out)
     : inputs_(std::move(inputs)), settings_(settings), out_(out) {

@@ -44,6 +44,12 @@ struct AdaptSettings {
   double gain = kDefaultAdaptGain;
 };
 
+// What a run that adapts its plan (train --adapt) or hands over when its launcher asks
+// (--hand-over-on-request) needs beside: the profiles the plan was made for and a
+// checkpoint directory to go on from. InputError naming the option otherwise.
+void check_adapting_run(bool adapt, bool hand_over_on_request, bool has_profiles,
+                        bool has_checkpoint_dir);
+
 struct AdaptInputs {
   plan::Plan plan;
   std::string plan_path;

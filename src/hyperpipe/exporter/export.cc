@@ -59,7 +59,7 @@ int64_t per_rank_micro_batch(const plan::Plan& plan, plan::Framework target) {
 }
 
 int64_t sequence_length(const plan::Plan& plan, const model::Model& model) {
-  return plan.seq_len > 0 ? plan.seq_len : model.config().seq_len;
+  return model.config().sequence_length(plan.seq_len);
 }
 
 std::string header(const plan::Plan& plan, plan::Framework target, const std::string& comment) {

@@ -59,6 +59,8 @@ struct TransformerConfig {
   // (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1). The runtime sets it on CUDA devices.
   bool tf32 = false;
 
+  // The sequence length of a run (or a setting) that asks for `asked`: 0 means the model's.
+  int64_t sequence_length(int64_t asked) const { return asked > 0 ? asked : seq_len; }
   int64_t head_dim() const { return hidden / heads; }
   int64_t kv_dim() const { return kv_heads * head_dim(); }
   // Megatron-LM's tensor-parallel shards hold equal parts of the attention heads, the key/

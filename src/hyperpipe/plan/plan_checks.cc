@@ -105,7 +105,7 @@ void check_plan(const Plan& plan, const model::Model& model, const cluster::Clus
                                  config.seq_len, plan.seq_len));
   }
   // Sequence parallelism cuts each sequence into tp equal parts.
-  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : config.seq_len;
+  const int64_t seq = config.sequence_length(plan.seq_len);
   for (int p = 0; plan.sequence_parallel && p < plan.pipeline_count(); ++p) {
     for (const auto& stage : plan.pipeline(p).stages) {
       if (stage.tp > 1 && seq % stage.tp != 0) {

@@ -14,7 +14,7 @@ CandidateSearch search_candidates(const cost::CostModel& costs,
                                   const std::vector<DeviceClass>& classes,
                                   const CandidateOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  const int64_t seq = options.seq_len > 0 ? options.seq_len : costs.model().config().seq_len;
+  const int64_t seq = costs.model().config().sequence_length(options.seq_len);
   CandidateSearch result;
 
   // Per-range costs, shared by all bounds and orders, once per micro-batch size, and a

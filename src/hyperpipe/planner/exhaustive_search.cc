@@ -203,8 +203,7 @@ class Enumeration {
 ExhaustiveResult exhaustive_search(const cost::CostModel& costs, const ExhaustiveOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const auto classes = device_classes(costs.cluster());
-  const int64_t seq =
-      options.batch.seq_len > 0 ? options.batch.seq_len : costs.model().config().seq_len;
+  const int64_t seq = costs.model().config().sequence_length(options.batch.seq_len);
   ExhaustiveResult result;
   double incumbent = options.incumbent;
   for (int64_t b : options.batch.micro_batch_sizes) {

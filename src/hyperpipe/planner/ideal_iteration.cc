@@ -28,7 +28,7 @@ double node_seconds_per_sequence(const cost::CostModel& costs, const BatchSettin
                                  const std::vector<int>& node_devices,
                                  const std::set<int64_t>& shares) {
   const auto& model = costs.model();
-  const int64_t seq_len = batch.seq_len > 0 ? batch.seq_len : model.config().seq_len;
+  const int64_t seq_len = model.config().sequence_length(batch.seq_len);
   double best = std::numeric_limits<double>::infinity();
   for (int tp = 1; tp <= static_cast<int>(node_devices.size()); tp *= 2) {
     const std::vector<int> devices(node_devices.begin(), node_devices.begin() + tp);

@@ -14,7 +14,7 @@ std::optional<model::Recompute> least_recompute(const cost::CostModel& costs,
                                                 const plan::Plan& plan, int s) {
   const auto& stage = plan.stages[s];
   const auto group = cost::make_device_group(costs.cluster(), stage.devices, stage.dp, stage.tp);
-  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
+  const int64_t seq = costs.model().config().sequence_length(plan.seq_len);
   const int in_flight =
       schedule::one_f_one_b_in_flight(static_cast<int>(plan.stages.size()) - s, plan.micro_batches);
   for (model::Recompute recompute : kRecomputeOptions) {

@@ -58,7 +58,7 @@ class PeerSearch {
       : costs_(costs), batch_(batch), space_(space), classes_(device_classes(costs.cluster())) {}
 
   std::optional<ScoredPlan> run() {
-    const int64_t seq = batch_.seq_len > 0 ? batch_.seq_len : costs_.model().config().seq_len;
+    const int64_t seq = costs_.model().config().sequence_length(batch_.seq_len);
     for (int64_t b : batch_.micro_batch_sizes) {
       const CostOracle oracle(
           costs_, classes_, b, seq,

@@ -43,7 +43,7 @@ ShardedPlanning planning_of(const PlanChoices& choices, const model::Model& mode
   if (choices.global_batch <= 0) {
     throw InputError("--global-batch", "", "expected a positive number of sequences");
   }
-  const int64_t seq = choices.seq_len > 0 ? choices.seq_len : model.config().seq_len;
+  const int64_t seq = model.config().sequence_length(choices.seq_len);
   if (model.config().flavour == model::Flavour::gpt && seq > model.config().seq_len) {
     throw InputError(
         "--seq", std::to_string(seq),

@@ -165,7 +165,7 @@ std::vector<plan::Pipeline> schedule_variants(const ScoredPlan& scored, int p,
 }
 
 double iteration_lower_bound(const cost::CostModel& costs, const plan::Plan& plan) {
-  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
+  const int64_t seq = costs.model().config().sequence_length(plan.seq_len);
   double bound = 0;
   for (int p = 0; p < plan.pipeline_count(); ++p) {
     const auto& pipeline = plan.pipeline(p);

@@ -228,7 +228,7 @@ std::string seconds_text(const json& value) {
 
 json describe_report(const cost::CostModel& costs, const DescribeSettings& settings) {
   const auto& model = costs.model();
-  const int64_t seq_len = settings.seq_len > 0 ? settings.seq_len : model.config().seq_len;
+  const int64_t seq_len = model.config().sequence_length(settings.seq_len);
   const model::Workload work{settings.micro_batch, seq_len, 1, costs.options().sequence_parallel};
   json types = json::array();
   for (const auto& name : costs.cluster().used_gpu_types()) {

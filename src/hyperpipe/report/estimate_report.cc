@@ -95,7 +95,7 @@ json estimate_report(const cost::CostModel& costs, const DescribeSettings& descr
   } else {
     for (const auto& name : cluster.used_gpu_types()) types.push_back(&cluster.gpu_type(name));
   }
-  const int64_t seq = describe.seq_len > 0 ? describe.seq_len : model.config().seq_len;
+  const int64_t seq = model.config().sequence_length(describe.seq_len);
   json layers = json::array();
   for (const auto* type : types) {
     const model::Workload work{describe.micro_batch, seq,

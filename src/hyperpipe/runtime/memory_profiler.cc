@@ -166,7 +166,7 @@ struct AllocatorMix {
 // resident set's growth over the steps against the peak of what libtorch allocated in them.
 AllocatorMix measure_allocator(const model::Model& model, const MemoryProfileSettings& settings) {
   const torch::Device& device = settings.device;
-  const int64_t seq = settings.seq_len > 0 ? settings.seq_len : model.config().seq_len;
+  const int64_t seq = model.config().sequence_length(settings.seq_len);
   StageModule stage(model, 0, probed_end(model), /*seed=*/0);
   stage.to(device);
   const auto type = scalar_type_of(model.config().dtype);

@@ -187,7 +187,7 @@ class LayerBench {
 std::vector<cost::ProfileEntry> profile_layers(const model::Model& model,
                                                const ProfileSettings& settings,
                                                const std::vector<ProfiledDevice>& devices) {
-  const int64_t seq = settings.seq_len > 0 ? settings.seq_len : model.config().seq_len;
+  const int64_t seq = model.config().sequence_length(settings.seq_len);
   // One of each kind: the embedding, the first block, the head; for each tp degree.
   const std::vector<int> kinds{0, 1, model.num_layers() - 1};
   const auto& degrees = settings.tensor_parallel;

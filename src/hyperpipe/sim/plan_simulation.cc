@@ -144,7 +144,7 @@ SimInput pipeline_input(const cost::CostModel& costs, const plan::Plan& plan, in
                         const SimOptions& options, PlanSimulation& result) {
   const auto& cluster = costs.cluster();
   const plan::Pipeline& pipeline = plan.pipeline(p);
-  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
+  const int64_t seq = costs.model().config().sequence_length(plan.seq_len);
   const int stage_count = static_cast<int>(pipeline.stages.size());
   const size_t first_report = result.stages.size();
   SimInput input;
@@ -361,7 +361,7 @@ PlanSimulation simulate_plan(const cost::CostModel& given, const plan::Plan& pla
                              const SimOptions& options) {
   const cost::CostModel costs = costed_as_planned(given, plan);
   const auto& cluster = costs.cluster();
-  const int64_t seq = plan.seq_len > 0 ? plan.seq_len : costs.model().config().seq_len;
+  const int64_t seq = costs.model().config().sequence_length(plan.seq_len);
   PlanSimulation result;
   std::vector<SimInput> inputs;
   for (int p = 0; p < plan.pipeline_count(); ++p) {
