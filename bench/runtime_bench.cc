@@ -20,9 +20,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "hyperpipe/common/host_memory.h"
 #include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/model/model_loader.h"
-#include "hyperpipe/runtime/host_memory.h"
 #include "hyperpipe/runtime/layers.h"
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/stage_module.h"
@@ -106,7 +106,7 @@ double simulate(const std::vector<StageTimes>& stages) {
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 12;
   torch::set_num_threads(1);
-  hyperpipe::runtime::keep_freed_memory();  // as the training processes do
+  hyperpipe::keep_freed_memory();  // as the training processes do
   namespace fs = std::filesystem;
   const fs::path dir =
       fs::temp_directory_path() / fmt::format("hyperpipe-runtime-bench-{}", getpid());

@@ -17,10 +17,10 @@
 
 #include "hyperpipe/common/yaml_reader.h"
 #include "hyperpipe/model/model_loader.h"
-#include "hyperpipe/runtime/loss_scaler.h"
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/stage_module.h"
-#include "hyperpipe/runtime/text_corpus.h"
+#include "hyperpipe/training/loss_scaler.h"
+#include "hyperpipe/training/text_corpus.h"
 #include "one_process_reference.h"
 #include "run_helpers.h"
 
@@ -77,11 +77,12 @@ LaunchedRun half_precision_reference(int64_t global_batch, int64_t micro_batch,
   torch::set_num_threads(1);
   torch::set_default_dtype(caffe2::TypeMeta::Make<float>());
   const model::Model model(model::read_model_yaml(YamlField::load_string(kTinyGpt, "m")));
-  const TextCorpus data = TextCorpus::load(kCorpus, model.config().seq_len, kSeed);
+  const training::TextCorpus data =
+      training::TextCorpus::load(kCorpus, model.config().seq_len, kSeed);
   StageModule master(model, 0, model.num_layers(), kSeed);  // fp32
   StageModule half(model, 0, model.num_layers(), kSeed);
   half.to(type);
-  OptimizerOptions options;
+  training::OptimizerOptions options;
   options.lr.max_lr = kLearningRate;
   auto adamw = make_optimizer(master.parameters(), options);
   const auto masters = master.parameters();
@@ -322,7 +323,7 @@ TEST(LossScaling, TheScaleGrowsAfterItsIntervalOfCleanSteps) {
 // loop at that scale (fp16 keeps 11 significant bits, bf16 8: bf16's bounds hold).
 TEST(MixedPrecision, Fp16TrainsOnTheCpuUnderItsLossScale) {
   const LaunchedRun run = launch_run("fp16-cpu", kTwoStages, "--dtype fp16");
-  const double scale = LossScaling{}.initial_scale;
+  const double scale = training::LossScaling{}.initial_scale;
   for (const auto& m : run.metrics) {
     EXPECT_EQ(m.at("loss_scale").get<double>(), scale) << run.log;
     EXPECT_FALSE(m.at("skipped").get<bool>()) << run.log;

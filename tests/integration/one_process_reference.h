@@ -19,7 +19,7 @@
 #include "hyperpipe/runtime/dropout.h"
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/stage_module.h"
-#include "hyperpipe/runtime/text_corpus.h"
+#include "hyperpipe/training/text_corpus.h"
 #include "run_helpers.h"
 
 namespace hyperpipe::runtime::integration {
@@ -45,13 +45,13 @@ struct ReferenceRun {
 
 // The global batch's `size` samples from sample `first` on, as the runtime draws them:
 // inputs and targets [size, seq].
-inline std::pair<torch::Tensor, torch::Tensor> micro_batch_of(const TextCorpus& data, int step,
-                                                              int64_t global_batch, int64_t first,
-                                                              int64_t size) {
+inline std::pair<torch::Tensor, torch::Tensor> micro_batch_of(const training::TextCorpus& data,
+                                                              int step, int64_t global_batch,
+                                                              int64_t first, int64_t size) {
   std::vector<int64_t> inputs;
   std::vector<int64_t> targets;
   for (int64_t s = first; s < first + size; ++s) {
-    const auto sample = data.sample(sample_index(step, global_batch, s));
+    const auto sample = data.sample(training::sample_index(step, global_batch, s));
     inputs.insert(inputs.end(), sample.begin(), sample.end() - 1);
     targets.insert(targets.end(), sample.begin() + 1, sample.end());
   }
@@ -66,10 +66,10 @@ inline ReferenceRun one_process_reference(const std::string& model_yaml, int64_t
   const model::Model model(model::read_model_yaml(YamlField::load_string(model_yaml, "m")));
   torch::set_default_dtype(caffe2::TypeMeta::Make<double>());
   const int64_t seq = model.config().seq_len;
-  TextCorpus data = TextCorpus::load(kCorpus, seq, settings.seed);
+  training::TextCorpus data = training::TextCorpus::load(kCorpus, seq, settings.seed);
   if (settings.eval_interval > 0) data.hold_out(settings.eval_iters * global_batch);
   StageModule whole(model, 0, model.num_layers(), settings.seed);
-  OptimizerOptions options;
+  training::OptimizerOptions options;
   options.lr.max_lr = settings.learning_rate;
   auto adamw = make_optimizer(whole.parameters(), options);
   const auto tokens = whole.embedding_tokens();
@@ -112,7 +112,8 @@ inline ReferenceRun one_process_reference(const std::string& model_yaml, int64_t
         std::vector<int64_t> inputs;
         std::vector<int64_t> targets;
         for (int64_t s = 0; s < global_batch; ++s) {
-          const auto sample = data.validation_sample(sample_index(batch, global_batch, s));
+          const auto sample =
+              data.validation_sample(training::sample_index(batch, global_batch, s));
           inputs.insert(inputs.end(), sample.begin(), sample.end() - 1);
           targets.insert(targets.end(), sample.begin() + 1, sample.end());
         }

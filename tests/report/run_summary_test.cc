@@ -88,5 +88,23 @@ TEST(RunSummary, TheHeaderNamesThePlanPrecisionRecomputationAndFiles) {
       << header;
 }
 
+// A rate that changes gets a line: its peak, the warm-up and the decay it follows; a
+// constant one none.
+TEST(RunSummary, TheLearningRateLineNamesItsWarmUpAndDecay) {
+  training::LrSchedule lr;
+  lr.max_lr = 3e-4;
+  EXPECT_EQ(learning_rate_text(lr), "");
+  lr.warmup_iters = 10;
+  EXPECT_EQ(learning_rate_text(lr), "learning rate: 0.0003 after 10 steps of warm-up from 0\n");
+  lr.style = training::LrDecayStyle::cosine;
+  lr.min_lr = 3e-5;
+  lr.decay_iters = 100;
+  EXPECT_EQ(learning_rate_text(lr),
+            "learning rate: 0.0003 after 10 steps of warm-up from 0, cosine decay to 3e-05 at "
+            "step 100\n");
+  lr.warmup_iters = 0;
+  EXPECT_EQ(learning_rate_text(lr), "learning rate: 0.0003, cosine decay to 3e-05 at step 100\n");
+}
+
 }  // namespace
 }  // namespace hyperpipe::report

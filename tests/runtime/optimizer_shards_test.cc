@@ -156,7 +156,7 @@ Trained whole_run(torch::ScalarType type) {
   std::unique_ptr<MasterWeights> masters;
   if (needs_master_weights(type)) masters = std::make_unique<MasterWeights>(params, type);
   const auto stepped = masters ? masters->masters() : params;
-  auto adamw = make_optimizer(stepped, OptimizerOptions{});
+  auto adamw = make_optimizer(stepped, training::OptimizerOptions{});
   for (int s = 0; s < kSteps; ++s) {
     if (masters) masters->zero_main_grads();
     set_gradients(chunks, s);
@@ -187,7 +187,7 @@ std::vector<Trained> sharded_run(torch::ScalarType type, int dp) {
         masters = std::make_unique<MasterWeights>(params, type, pieces_of(chunks, dp, r));
       }
       OptimizerShards shards(chunks, dp, r, masters.get());
-      auto adamw = make_optimizer(shards.pieces(), shards.decayed(), OptimizerOptions{});
+      auto adamw = make_optimizer(shards.pieces(), shards.decayed(), training::OptimizerOptions{});
       for (int s = 0; s < kSteps; ++s) {
         if (masters) masters->zero_main_grads();
         set_gradients(chunks, s);

@@ -77,11 +77,11 @@ void add_agent_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
       throw InputError("--devices", plan::format_devices(args->devices), "each device once");
     }
-    if (!std::getenv(launch::kJobTokenVariable)) {
+    if (!std::getenv(kJobTokenVariable)) {
       throw InputError("agent", "",
                        fmt::format("{} exported, the same as the leader's: this host's ranks "
                                    "meet the others under it",
-                                   launch::kJobTokenVariable));
+                                   kJobTokenVariable));
     }
     args->worker = require_worker("agent");
     elastic::run_agent(*args, out, err);

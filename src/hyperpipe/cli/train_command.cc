@@ -101,7 +101,7 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   add(*command, tf::kDtype, options->dtype)->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp64"}));
   add(*command, tf::kLossScale, options->loss_scale);
   add(*command, tf::kLossScaleInterval, options->loss_scale_interval)
-      ->default_val(runtime::LossScaling{}.growth_interval)
+      ->default_val(training::LossScaling{}.growth_interval)
       ->check(CLI::PositiveNumber);
   auto check_only = std::make_shared<bool>(false);
   add(*command, tf::kCheck, *check_only);
@@ -155,7 +155,7 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                      &out, &err] {
     options->check_placement = !*no_placement_check;
     auto& lr = options->optimizer.lr;
-    lr.style = *runtime::parse_lr_decay_style(*decay_style);
+    lr.style = *training::parse_lr_decay_style(*decay_style);
     lr.decay_iters = decay_iters->value_or(options->steps);
     lr.check();
     options->seed = static_cast<uint64_t>(*seed);
@@ -189,21 +189,11 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     report->on_gpus = options->device == "cuda";
     // Costed in the dtype it trains in, whatever the model's own.
     const model::Model as_run = model.in_dtype(runtime::costed_dtype(dtype));
-    report->lr_varies = lr.warmup_iters > 0 || lr.style != runtime::LrDecayStyle::constant;
+    report->lr_varies = lr.varies();
     report->precision = precision_text(dtype);
     report->recomputation = recomputation_text(plan);
-    report->header = run_header(plan, options->plan_path, as_run, cluster.name(), dtype, *report);
-    if (report->lr_varies) {
-      report->header += fmt::format(
-          "learning rate: {:g}{}{}\n", lr.max_lr,
-          lr.warmup_iters > 0
-              ? fmt::format(" after {} of warm-up from 0", counted(lr.warmup_iters, "step"))
-              : "",
-          lr.style == runtime::LrDecayStyle::constant
-              ? ""
-              : fmt::format(", {} decay to {:g} at step {}", runtime::to_string(lr.style),
-                            lr.min_lr, lr.decay_iters));
-    }
+    report->header = run_header(plan, options->plan_path, as_run, cluster.name(), dtype, *report) +
+                     report::learning_rate_text(lr);
     TrainProgress progress(*report, report->json ? err : out);
     if (*adapt) {
       progress.adapt_with(std::make_unique<elastic::PlanAdapter>(

@@ -10,10 +10,9 @@
 #include <string>
 #include <vector>
 
-namespace hyperpipe::launch {
+#include "hyperpipe/common/rendezvous.h"  // kJobTokenVariable: the run's secret
 
-// The variable that carries a run's secret (runtime/rendezvous.h reads it).
-inline constexpr const char* kJobTokenVariable = "HYPERPIPE_JOB_TOKEN";
+namespace hyperpipe::launch {
 
 struct LaunchSpec {
   std::vector<std::string> command;  // program and arguments, the same for every rank

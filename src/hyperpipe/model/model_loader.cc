@@ -86,48 +86,64 @@ TransformerConfig finish(TransformerConfig config, const YamlField& root) {
   return config;
 }
 
-TransformerConfig read_hf_gpt2(const YamlField& root) {
+// Where an architecture's config.json keeps the shape every model has.
+struct HfShapeKeys {
+  Flavour flavour;
+  const char* hidden;
+  const char* layers;
+  const char* heads;
+  const char* ffn_hidden;  // optional (null: the flavour's default) where `ffn_optional`
+  bool ffn_optional;
+  const char* positions;
+};
+
+// GPT2Config, OPTConfig, and LlamaConfig (MistralConfig's and Qwen2Config's are alike).
+constexpr HfShapeKeys kGpt2Keys{Flavour::gpt, "n_embd", "n_layer",    "n_head",
+                                "n_inner",    true,     "n_positions"};
+constexpr HfShapeKeys kOptKeys{
+    Flavour::gpt, "hidden_size", "num_hidden_layers",      "num_attention_heads",
+    "ffn_dim",    false,         "max_position_embeddings"};
+constexpr HfShapeKeys kLlamaKeys{Flavour::llama,           "hidden_size",       "num_hidden_layers",
+                                 "num_attention_heads",    "intermediate_size", false,
+                                 "max_position_embeddings"};
+
+// LlamaConfig's, MistralConfig's and Qwen2Config's default rms_norm_eps.
+constexpr double kHfRmsNormEps = 1e-6;
+
+TransformerConfig read_hf_shape(const YamlField& root, const HfShapeKeys& keys) {
   TransformerConfig c;
-  c.flavour = Flavour::gpt;
-  c.hidden = root.required("n_embd").as_positive_int();
-  c.layers = root.required("n_layer").as_positive_int();
-  c.heads = root.required("n_head").as_positive_int();
+  c.flavour = keys.flavour;
+  c.hidden = root.required(keys.hidden).as_positive_int();
+  c.layers = root.required(keys.layers).as_positive_int();
+  c.heads = root.required(keys.heads).as_positive_int();
+  if (keys.ffn_optional) {
+    read_int_if_present(root, keys.ffn_hidden, c.ffn_hidden);
+  } else {
+    c.ffn_hidden = root.required(keys.ffn_hidden).as_positive_int();
+  }
   c.vocab = root.required("vocab_size").as_positive_int();
-  c.seq_len = root.required("n_positions").as_positive_int();
-  read_int_if_present(root, "n_inner", c.ffn_hidden);  // null means 4·n_embd
+  c.seq_len = root.required(keys.positions).as_positive_int();
+  return c;
+}
+
+// What sets a GPT-2 or OPT model apart beyond its shape.
+void read_hf_gpt2_extras(const YamlField& root, TransformerConfig& c) {
   read_number_if_present(root, "layer_norm_epsilon", c.norm_eps);
-  read_bool_if_present(root, "tie_word_embeddings", c.tied_embeddings);
   // GPT2Config's dropouts default to 0.1; a model fine-tuned without them sets all to 0.
   c.dropout = false;
   for (const char* key : {"resid_pdrop", "embd_pdrop", "attn_pdrop"}) {
     const auto rate = root.optional(key);
     if (!rate || rate->as_number() > 0) c.dropout = true;
   }
-  return c;
 }
 
-TransformerConfig read_hf_opt(const YamlField& root) {
-  TransformerConfig c;
-  c.flavour = Flavour::gpt;
-  c.hidden = root.required("hidden_size").as_positive_int();
-  c.layers = root.required("num_hidden_layers").as_positive_int();
-  c.heads = root.required("num_attention_heads").as_positive_int();
-  c.ffn_hidden = root.required("ffn_dim").as_positive_int();
-  c.vocab = root.required("vocab_size").as_positive_int();
-  c.seq_len = root.required("max_position_embeddings").as_positive_int();
+void read_hf_opt_extras(const YamlField& root, TransformerConfig& c) {
   read_int_if_present(root, "word_embed_proj_dim", c.embed_dim);
   c.position_offset = 2;  // OPTLearnedPositionalEmbedding reserves two rows
   read_bool_if_present(root, "do_layer_norm_before", c.final_norm);
-  read_bool_if_present(root, "tie_word_embeddings", c.tied_embeddings);
-  return c;
 }
 
-// LlamaConfig's, MistralConfig's and Qwen2Config's default rms_norm_eps.
-constexpr double kHfRmsNormEps = 1e-6;
-
-TransformerConfig read_hf_llama(const YamlField& root) {
-  TransformerConfig c;
-  c.flavour = Flavour::llama;
+void read_hf_llama_extras(const YamlField& root, TransformerConfig& c) {
   c.dropout = false;
   c.tied_embeddings = false;
   c.dtype = DType::bf16;
@@ -140,15 +156,7 @@ TransformerConfig read_hf_llama(const YamlField& root) {
   }
   // Qwen2's attention always has query, key and value biases.
   c.qkv_bias = root.required("model_type").as_string() == "qwen2";
-  c.hidden = root.required("hidden_size").as_positive_int();
-  c.layers = root.required("num_hidden_layers").as_positive_int();
-  c.heads = root.required("num_attention_heads").as_positive_int();
-  c.ffn_hidden = root.required("intermediate_size").as_positive_int();
-  c.vocab = root.required("vocab_size").as_positive_int();
-  c.seq_len = root.required("max_position_embeddings").as_positive_int();
   read_int_if_present(root, "num_key_value_heads", c.kv_heads);
-  read_bool_if_present(root, "tie_word_embeddings", c.tied_embeddings);
-  return c;
 }
 
 }  // namespace
@@ -157,9 +165,16 @@ TransformerConfig read_hf_config(const YamlField& root) {
   if (!root.is_map()) root.fail("a JSON object (a Hugging Face config.json)");
   const YamlField type = root.required("model_type");
   const size_t kind = type.as_choice({"gpt2", "opt", "llama", "mistral", "qwen2"});
-  TransformerConfig c = kind == 0   ? read_hf_gpt2(root)
-                        : kind == 1 ? read_hf_opt(root)
-                                    : read_hf_llama(root);
+  const HfShapeKeys& keys = kind == 0 ? kGpt2Keys : kind == 1 ? kOptKeys : kLlamaKeys;
+  TransformerConfig c = read_hf_shape(root, keys);
+  if (kind == 0) {
+    read_hf_gpt2_extras(root, c);
+  } else if (kind == 1) {
+    read_hf_opt_extras(root, c);
+  } else {
+    read_hf_llama_extras(root, c);
+  }
+  read_bool_if_present(root, "tie_word_embeddings", c.tied_embeddings);
   // transformers 4.x names the weights' type torch_dtype, 5 names it dtype.
   for (const char* key : {"torch_dtype", "dtype"}) {
     if (auto dtype = root.optional(key)) c.dtype = read_dtype(*dtype);

@@ -102,7 +102,7 @@ Plan load_plan(const std::string& path);
 // share. Ranks go pipeline by pipeline (the plan's own first), device group by device
 // group; inside a group, the process of data-parallel index i and tensor-parallel index t
 // is the (i · tp + t)-th, on the group's device of that index (StagePlan::devices). The
-// runtime (runtime/rank_layout.h) and the exporters (exporter/rank_placement.h) number
+// runtime (plan/rank_layout.h) and the exporters (exporter/rank_placement.h) number
 // their processes by it.
 constexpr int index_in_group(int dp_index, int tp_index, int tp) {
   return dp_index * tp + tp_index;

@@ -60,6 +60,18 @@ std::string run_header(const plan::Plan& plan, const std::string& plan_path,
   return text;
 }
 
+std::string learning_rate_text(const training::LrSchedule& lr) {
+  if (!lr.varies()) return "";
+  return fmt::format("learning rate: {:g}{}{}\n", lr.max_lr,
+                     lr.warmup_iters > 0 ? fmt::format(" after {} of warm-up from 0",
+                                                       counted(lr.warmup_iters, "step"))
+                                         : "",
+                     lr.style == training::LrDecayStyle::constant
+                         ? ""
+                         : fmt::format(", {} decay to {:g} at step {}",
+                                       training::to_string(lr.style), lr.min_lr, lr.decay_iters));
+}
+
 std::vector<RunFile> run_files(const TrainReportOptions& options, bool traced) {
   std::vector<RunFile> files;
   if (options.metrics_path) {

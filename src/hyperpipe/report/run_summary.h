@@ -10,6 +10,7 @@
 #include "hyperpipe/model/model.h"
 #include "hyperpipe/plan/plan.h"
 #include "hyperpipe/report/training_report.h"
+#include "hyperpipe/training/lr_schedule.h"
 
 namespace hyperpipe::report {
 
@@ -24,6 +25,10 @@ std::string precision_text(const std::string& run_dtype);
 
 // "none", "full on every device group", or per group "none, selective, full".
 std::string recomputation_text(const plan::Plan& plan);
+
+// "learning rate: 0.001 after 100 steps of warm-up from 0, cosine decay to 1e-05 at step
+// 1000"; "" for a rate that never changes.
+std::string learning_rate_text(const training::LrSchedule& lr);
 
 // One file (or folder) a run writes.
 struct RunFile {

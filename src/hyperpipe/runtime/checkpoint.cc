@@ -85,7 +85,7 @@ std::string files_key(int64_t steps_done, int rank) {
 }  // namespace
 
 CheckpointWriter::CheckpointWriter(std::string dir, Communicator& communicator,
-                                   const RankLayout& layout, nlohmann::json plan,
+                                   const plan::RankLayout& layout, nlohmann::json plan,
                                    std::string model_name, nlohmann::json run, double write_delay)
     : dir_(std::move(dir)),
       communicator_(communicator),

@@ -39,7 +39,7 @@ class CheckpointWriter {
  public:
   // `write_delay`: seconds the writing thread waits before it writes (emulated slow
   // storage, TrainOptions::checkpoint_write_delay).
-  CheckpointWriter(std::string dir, Communicator& communicator, const RankLayout& layout,
+  CheckpointWriter(std::string dir, Communicator& communicator, const plan::RankLayout& layout,
                    nlohmann::json plan, std::string model_name, nlohmann::json run,
                    double write_delay = 0);
   // Waits for the writing thread (a checkpoint left open stays incomplete: no manifest).
@@ -65,7 +65,7 @@ class CheckpointWriter {
  private:
   std::string dir_;
   Communicator& communicator_;
-  const RankLayout& layout_;
+  const plan::RankLayout& layout_;
   nlohmann::json plan_;
   std::string model_name_;
   nlohmann::json run_;

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "hyperpipe/common/rendezvous.h"
 #include "hyperpipe/runtime/communication_error.h"
-#include "hyperpipe/runtime/rendezvous.h"
 
 namespace hyperpipe::runtime {
 

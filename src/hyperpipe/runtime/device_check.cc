@@ -54,7 +54,7 @@ void require_planned_device(const torch::Device& device, const cluster::Cluster&
 #endif
 }
 
-void require_one_host_per_node(Communicator& communicator, const RankLayout& layout,
+void require_one_host_per_node(Communicator& communicator, const plan::RankLayout& layout,
                                const cluster::Cluster& cluster, const std::string& plan_path) {
   communicator.store_set(fmt::format("host/{}", communicator.rank()), host_name());
   std::map<int, std::pair<int, std::string>> first_on_node;  // node → (rank, host)

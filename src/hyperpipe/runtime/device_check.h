@@ -9,8 +9,8 @@
 #include <string>
 
 #include "hyperpipe/cluster/cluster.h"
+#include "hyperpipe/plan/rank_layout.h"
 #include "hyperpipe/runtime/communicator.h"
-#include "hyperpipe/runtime/rank_layout.h"
 
 namespace hyperpipe::runtime {
 
@@ -22,7 +22,7 @@ void require_planned_device(const torch::Device& device, const cluster::Cluster&
 
 // After the processes have met: InputError where two processes whose devices share a node
 // of the cluster file run on different hosts (every process reaches the same verdict).
-void require_one_host_per_node(Communicator& communicator, const RankLayout& layout,
+void require_one_host_per_node(Communicator& communicator, const plan::RankLayout& layout,
                                const cluster::Cluster& cluster, const std::string& plan_path);
 
 }  // namespace hyperpipe::runtime

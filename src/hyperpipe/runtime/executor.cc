@@ -18,8 +18,9 @@ namespace hyperpipe::runtime {
 using schedule::Op;
 using schedule::OpKind;
 
-Executor::Executor(const model::Model& model, const plan::Plan& plan, const RankLayout& layout,
-                   Communicator& communicator, const TextCorpus& data, ExecutorOptions options)
+Executor::Executor(const model::Model& model, const plan::Plan& plan,
+                   const plan::RankLayout& layout, Communicator& communicator,
+                   const training::TextCorpus& data, ExecutorOptions options)
     : model_(model),
       plan_(plan),
       layout_(layout),
@@ -31,7 +32,7 @@ Executor::Executor(const model::Model& model, const plan::Plan& plan, const Rank
       groups_(pipeline_.ranks()),
       stages_(static_cast<int>(pipeline_.stages.size())),
       tokens_per_step_(plan.global_batch() * data.seq_len()),
-      mine_(shard(pipeline_.micro_batch_size, role_.dp, role_.dp_index)) {
+      mine_(plan::shard(pipeline_.micro_batch_size, role_.dp, role_.dp_index)) {
   for (int p = 0; p < role_.pipeline; ++p) first_sample_ += plan.pipeline(p).samples();
   const auto& pipeline = pipeline_;
   schedule_ = plan::schedule_for(plan, role_.pipeline, model.config().tied_embeddings);
@@ -115,7 +116,7 @@ torch::Tensor Executor::batch_tokens(int64_t step, int micro_batch, bool targets
   std::vector<int64_t> tokens;
   tokens.reserve(static_cast<size_t>(mine_.size() * seq));
   for (int64_t s = mine_.begin; s < mine_.end; ++s) {
-    const int64_t index = sample_index(
+    const int64_t index = training::sample_index(
         step, plan_.global_batch(), first_sample_ + micro_batch * pipeline_.micro_batch_size + s);
     const auto sample = evaluating_ ? data_.validation_sample(index) : data_.sample(index);
     tokens.insert(tokens.end(), sample.begin() + (targets ? 1 : 0),

@@ -22,22 +22,22 @@
 
 #include "hyperpipe/model/model.h"
 #include "hyperpipe/plan/plan.h"
+#include "hyperpipe/plan/rank_layout.h"
 #include "hyperpipe/runtime/communicator.h"
-#include "hyperpipe/runtime/loss_scaler.h"
 #include "hyperpipe/runtime/mixed_precision.h"
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/optimizer_shards.h"
-#include "hyperpipe/runtime/rank_layout.h"
 #include "hyperpipe/runtime/stage_module.h"
-#include "hyperpipe/runtime/text_corpus.h"
 #include "hyperpipe/schedule/passes.h"
 #include "hyperpipe/schedule/schedule.h"
 #include "hyperpipe/trace/timeline.h"
+#include "hyperpipe/training/loss_scaler.h"
+#include "hyperpipe/training/text_corpus.h"
 
 namespace hyperpipe::runtime {
 
 struct ExecutorOptions {
-  OptimizerOptions optimizer;
+  training::OptimizerOptions optimizer;
   uint64_t seed = 0;  // weights
   torch::Device device = torch::kCPU;
   // Speed of the device type this process stands in for, relative to the host: each
@@ -47,7 +47,7 @@ struct ExecutorOptions {
   // (mixed_precision.h); otherwise the default dtype's (fp32, or fp64 where set).
   torch::ScalarType dtype = torch::kFloat;
   // Dynamic loss scaling (fp16's, but any dtype may ask for it).
-  std::optional<LossScaling> loss_scaling;
+  std::optional<training::LossScaling> loss_scaling;
   // Where given, hears of each of this process's layers as it is built, with how many
   // there are (start-up can take minutes on a big model).
   std::function<void(int built, int total)> layer_built;
@@ -69,14 +69,14 @@ struct StepResult {
   double seconds = 0;     // this process's iteration
   double loss_scale = 0;  // the scale the step's loss was multiplied by (0: no scaling)
   bool skipped = false;   // gradients not finite under loss scaling: no update
-  double lr = 0;          // the learning rate of the step (OptimizerOptions::lr)
+  double lr = 0;          // the learning rate of the step (training::OptimizerOptions::lr)
   trace::Track track;     // what this process did (its ops in order), times from the start
 };
 
 class Executor {
  public:
-  Executor(const model::Model& model, const plan::Plan& plan, const RankLayout& layout,
-           Communicator& communicator, const TextCorpus& data, ExecutorOptions options);
+  Executor(const model::Model& model, const plan::Plan& plan, const plan::RankLayout& layout,
+           Communicator& communicator, const training::TextCorpus& data, ExecutorOptions options);
   ~Executor();
 
   StepResult step(int64_t step);
@@ -100,10 +100,10 @@ class Executor {
   // After every restore_trained_state: the model's weights follow the trained values.
   void trained_weights_changed();
   // The loss scaler, where the run scales its loss (null otherwise).
-  DynamicLossScaler* loss_scaler() { return scaler_ ? &*scaler_ : nullptr; }
-  const DynamicLossScaler* loss_scaler() const { return scaler_ ? &*scaler_ : nullptr; }
-  const LrSchedule& lr_schedule() const { return options_.optimizer.lr; }
-  const ProcessRole& role() const { return role_; }
+  training::DynamicLossScaler* loss_scaler() { return scaler_ ? &*scaler_ : nullptr; }
+  const training::DynamicLossScaler* loss_scaler() const { return scaler_ ? &*scaler_ : nullptr; }
+  const training::LrSchedule& lr_schedule() const { return options_.optimizer.lr; }
+  const plan::ProcessRole& role() const { return role_; }
   // A stand-in's speed from the next op on (emulated throttling: train --stand-in-speeds).
   void set_speed(double speed) { options_.speed = speed; }
   double speed() const { return options_.speed; }
@@ -193,17 +193,17 @@ class Executor {
 
   const model::Model& model_;
   const plan::Plan& plan_;
-  const RankLayout& layout_;
+  const plan::RankLayout& layout_;
   Communicator& communicator_;
-  const TextCorpus& data_;
+  const training::TextCorpus& data_;
   ExecutorOptions options_;
-  ProcessRole role_;
+  plan::ProcessRole role_;
   const plan::Pipeline& pipeline_;  // the one this process is part of
   int groups_ = 1;
   int stages_ = 1;
   int64_t tokens_per_step_ = 1;
   int64_t first_sample_ = 0;  // this pipeline's share starts here in the global batch
-  SampleRange mine_;          // this process's samples of every micro-batch
+  plan::SampleRange mine_;    // this process's samples of every micro-batch
   schedule::Schedule schedule_;
   schedule::Schedule forward_schedule_;  // evaluate()'s: swapped with schedule_ meanwhile
   bool split_backward_ = false;          // the schedule has W ops of its own
@@ -212,7 +212,7 @@ class Executor {
   std::optional<OptimizerShards> shards_;   // under the plan's shard_optimizer
   std::vector<torch::Tensor> stepped_;      // what AdamW steps
   std::unique_ptr<torch::optim::AdamW> optimizer_;
-  std::optional<DynamicLossScaler> scaler_;
+  std::optional<training::DynamicLossScaler> scaler_;
   LogitsObserver logits_observer_;
   torch::ScalarType activation_type_ = torch::kFloat;
   torch::ScalarType reduce_type_ = torch::kFloat;  // of the gradients' all-reduce

@@ -238,7 +238,7 @@ void Executor::sum_tied_embedding() {
   // Every rank of both groups holds the sum of its group already: each adds its copy's
   // gradient ÷ the ranks of its group holding it, so the total is embedding + head once.
   if (tp_of(0) == tp_of(head_stage)) {
-    // Slice by slice: both ends hold the same vocabulary slices.
+    // plan::Slice by slice: both ends hold the same vocabulary slices.
     auto ranks = layout_.dp_ranks(role_.pipeline, embedding_group, role_.tp_index);
     for (int r : layout_.dp_ranks(role_.pipeline, head_group, role_.tp_index)) ranks.push_back(r);
     std::vector<torch::Tensor> grads{mine.grad()};

@@ -51,7 +51,7 @@ void Executor::post_receive(const Op& op) {
   auto& gathers = forward ? s.forward_gathers : s.backward_gathers;
   auto& receives = forward ? s.forward_receives : s.backward_receives;
   // A piece from each of the peer's data-parallel ranks that holds samples of ours.
-  for (const auto& slice : reshard(pipeline_.micro_batch_size, dp_of(peer), role_.dp)) {
+  for (const auto& slice : plan::reshard(pipeline_.micro_batch_size, dp_of(peer), role_.dp)) {
     if (slice.to_index != role_.dp_index) continue;
     const auto region = into.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size());
     if (scattered(peer)) gathers.push_back(region);
@@ -68,40 +68,35 @@ void Executor::send(const Op& op) {
   const auto proof = proof_of(op);
   auto& sends = proof ? held_sends_[*proof] : sends_;
   Slot& s = slot(op.chunk, op.micro_batch);
-  const int stage = stage_of(op.chunk);
-  if (op.kind == OpKind::send_forward) {
-    const int next = stage + 1;
-    const auto output = s.output.detach();
-    for (const auto& slice : reshard(pipeline_.micro_batch_size, role_.dp, dp_of(next))) {
-      if (slice.from_index != role_.dp_index) continue;
-      const auto region =
-          output.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()).contiguous();
-      for (const int shard : shards_fed_by(next)) {
-        sends.push_back(communicator_.send(
-            scattered(next) ? my_part(region) : region,
-            rank_of(group_of(next), slice.to_index, shard), tag(next, kForward, op.micro_batch),
-            fmt::format("the activation of micro-batch {} for stage {}", op.micro_batch, next)));
-      }
+  const bool forward = op.kind == OpKind::send_forward;
+  // The activation to the stage after, or the gradient to the one before.
+  const int peer = forward ? stage_of(op.chunk) + 1 : stage_of(op.chunk) - 1;
+  const torch::Tensor values = forward ? s.output.detach() : s.input_grad;
+  // Each of the peer's data-parallel ranks that holds samples of ours gets their piece,
+  // resharded from the forward's side (this stage's dp forwards, the peer's backwards).
+  const int64_t batch = pipeline_.micro_batch_size;
+  const auto slices = forward ? plan::reshard(batch, role_.dp, dp_of(peer))
+                              : plan::reshard(batch, dp_of(peer), role_.dp);
+  for (const auto& slice : slices) {
+    const int ours = forward ? slice.from_index : slice.to_index;
+    const int theirs = forward ? slice.to_index : slice.from_index;
+    if (ours != role_.dp_index) continue;
+    const auto region =
+        values.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size()).contiguous();
+    for (const int shard : shards_fed_by(peer)) {
+      sends.push_back(communicator_.send(
+          scattered(peer) ? my_part(region) : region, rank_of(group_of(peer), theirs, shard),
+          tag(peer, forward ? kForward : kBackward, op.micro_batch),
+          fmt::format("the {} of micro-batch {} for stage {}", forward ? "activation" : "gradient",
+                      op.micro_batch, peer)));
     }
+  }
+  if (forward) {
     // Each send holds its region until it is done; the backward needs only the output's
     // autograd node, so its values go now (Megatron-LM's deallocate_output_tensor): one
     // activation less per micro-batch in flight.
     s.output.set_data(torch::empty({0}, s.output.options()));
   } else {
-    const int previous = stage - 1;
-    for (const auto& slice : reshard(pipeline_.micro_batch_size, dp_of(previous), role_.dp)) {
-      if (slice.to_index != role_.dp_index) continue;
-      const auto region =
-          s.input_grad.narrow(0, slice.samples.begin - mine_.begin, slice.samples.size())
-              .contiguous();
-      for (const int shard : shards_fed_by(previous)) {
-        sends.push_back(communicator_.send(
-            scattered(previous) ? my_part(region) : region,
-            rank_of(group_of(previous), slice.from_index, shard),
-            tag(previous, kBackward, op.micro_batch),
-            fmt::format("the gradient of micro-batch {} for stage {}", op.micro_batch, previous)));
-      }
-    }
     s.input_grad = torch::Tensor();
   }
 }

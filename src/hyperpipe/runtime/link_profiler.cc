@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/rendezvous.h"
 #include "hyperpipe/runtime/communicator.h"
-#include "hyperpipe/runtime/rendezvous.h"
 #include "hyperpipe/runtime/timing.h"
 
 namespace hyperpipe::runtime {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "hyperpipe/cluster/cluster.h"
-#include "hyperpipe/runtime/rendezvous.h"
+#include "hyperpipe/common/rendezvous.h"
 
 namespace hyperpipe::runtime {
 

@@ -194,7 +194,7 @@ AllocatorMix measure_allocator(const model::Model& model, const MemoryProfileSet
     output = torch::Tensor();
     const auto parameters = stage.parameters();
     const double norm = std::sqrt(gradient_squares(parameters));
-    clipped_step(*adamw, parameters, clip_factor(norm, OptimizerOptions{}.clip_norm));
+    clipped_step(*adamw, parameters, clip_factor(norm, training::OptimizerOptions{}.clip_norm));
     if (masters) masters->copy_to_model();
   };
   // A short step first: every kernel's code paged in, the gradients and AdamW's state made,

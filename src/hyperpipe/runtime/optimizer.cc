@@ -3,7 +3,7 @@
 namespace hyperpipe::runtime {
 
 std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Tensor>& parameters,
-                                                    const OptimizerOptions& options) {
+                                                    const training::OptimizerOptions& options) {
   std::vector<bool> matrices;
   for (const auto& p : parameters) matrices.push_back(p.dim() >= 2);
   return make_optimizer(parameters, matrices, options);
@@ -11,7 +11,7 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Ten
 
 std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Tensor>& tensors,
                                                     const std::vector<bool>& decays,
-                                                    const OptimizerOptions& options) {
+                                                    const training::OptimizerOptions& options) {
   std::vector<torch::Tensor> decayed;
   std::vector<torch::Tensor> kept;
   for (size_t i = 0; i < tensors.size(); ++i) (decays.at(i) ? decayed : kept).push_back(tensors[i]);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "hyperpipe/runtime/optimizer_options.h"
+#include "hyperpipe/training/optimizer_options.h"
 
 namespace hyperpipe::runtime {
 
@@ -16,12 +16,12 @@ namespace hyperpipe::runtime {
 inline constexpr double kClipEpsilon = 1e-6;
 
 std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Tensor>& parameters,
-                                                    const OptimizerOptions& options);
+                                                    const training::OptimizerOptions& options);
 // The same for tensors that are not shaped as their parameters (a sharded optimizer's
 // flat pieces): `decayed` says for each whether weight decay applies.
 std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Tensor>& tensors,
                                                     const std::vector<bool>& decayed,
-                                                    const OptimizerOptions& options);
+                                                    const training::OptimizerOptions& options);
 
 // The optimizer's key for a tensor it steps: libtorch keys AdamW state by the address of
 // the tensor's impl (Optimizer::state()).

@@ -21,8 +21,8 @@
 #include "hyperpipe/runtime/optimizer.h"
 #include "hyperpipe/runtime/stage_module.h"
 #include "hyperpipe/runtime/stand_in_clock.h"
-#include "hyperpipe/runtime/text_corpus.h"
 #include "hyperpipe/runtime/timing.h"
+#include "hyperpipe/training/text_corpus.h"
 
 namespace hyperpipe::runtime {
 namespace {
@@ -146,7 +146,7 @@ class LayerBench {
     watch.start();
     const auto parameters = layer_.parameters();
     const double norm = std::sqrt(gradient_squares(parameters));
-    clipped_step(*adamw_, parameters, clip_factor(norm, OptimizerOptions{}.clip_norm));
+    clipped_step(*adamw_, parameters, clip_factor(norm, training::OptimizerOptions{}.clip_norm));
     if (masters_) masters_->copy_to_model();
     into.optimizer.push_back(watch.seconds() / count_);
 

@@ -6,10 +6,10 @@
 
 #include "hyperpipe/cluster/cluster_loader.h"
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/host_memory.h"
 #include "hyperpipe/common/output_file.h"
 #include "hyperpipe/model/model_loader.h"
 #include "hyperpipe/runtime/device_name.h"
-#include "hyperpipe/runtime/host_memory.h"
 
 namespace hyperpipe::runtime {
 namespace {

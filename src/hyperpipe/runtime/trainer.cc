@@ -12,22 +12,22 @@
 #include <sstream>
 
 #include "hyperpipe/common/error.h"
+#include "hyperpipe/common/host_memory.h"
 #include "hyperpipe/common/log.h"
+#include "hyperpipe/common/rendezvous.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/plan/checked_plan.h"
 #include "hyperpipe/plan/plan_json.h"
 #include "hyperpipe/runtime/checkpoint.h"
-#include "hyperpipe/runtime/checkpoint_directory.h"
 #include "hyperpipe/runtime/device_check.h"
 #include "hyperpipe/runtime/executor.h"
 #include "hyperpipe/runtime/hf_weights.h"
-#include "hyperpipe/runtime/host_memory.h"
 #include "hyperpipe/runtime/logits_file.h"
 #include "hyperpipe/runtime/mixed_precision.h"
-#include "hyperpipe/runtime/rendezvous.h"
 #include "hyperpipe/runtime/timing.h"
 #include "hyperpipe/tokenizers/tokenizer.h"
 #include "hyperpipe/trace/timeline_json.h"
+#include "hyperpipe/training/checkpoint_directory.h"
 
 namespace hyperpipe::runtime {
 namespace {
@@ -145,7 +145,7 @@ int64_t median_step(const std::deque<std::pair<StepResult, int64_t>>& recent, in
 
 // Rank 0 gathers every rank's track of the traced step into one timeline.
 // Every rank's track under `key`/RANK in the store, one per rank, named after its role.
-trace::Timeline gather_timeline(Communicator& communicator, const RankLayout& layout,
+trace::Timeline gather_timeline(Communicator& communicator, const plan::RankLayout& layout,
                                 const cluster::Cluster& cluster, const std::string& key,
                                 std::string title) {
   trace::Timeline timeline;
@@ -183,6 +183,21 @@ StepWindow step_window(const TrainOptions& options, int64_t first_step) {
   return {first, std::min(options.steps, first + options.trace_steps)};
 }
 
+// Whether a checkpoint is written after `steps_done` steps: every --checkpoint-every
+// steps, and after the last.
+bool checkpoint_due(const TrainOptions& options, int64_t steps_done) {
+  return options.checkpoint_dir &&
+         ((options.checkpoint_every > 0 && steps_done % options.checkpoint_every == 0) ||
+          steps_done == options.steps);
+}
+
+// Whether the validation loss is measured after `steps_done` steps: every
+// --eval-interval steps, and after the last.
+bool evaluation_due(const TrainOptions& options, int64_t steps_done) {
+  return options.eval_interval > 0 &&
+         (steps_done % options.eval_interval == 0 || steps_done == options.steps);
+}
+
 // One rank's steps as one track: each step's intervals moved by when it began after the
 // window's first step (this process's clock, as each step's own times are).
 trace::Track join_steps(const std::vector<std::pair<trace::Track, double>>& steps) {
@@ -207,22 +222,205 @@ trace::Track join_steps(const std::vector<std::pair<trace::Track, double>>& step
   return joined;
 }
 
+}  // namespace
+
+namespace {
+
+// What every process reads, checked alone (before it joins the others): any problem is
+// found here with a message for the user.
+struct CheckedInputs {
+  plan::CheckedPlan checked;
+  plan::RankLayout layout;
+  // The --tokenizer's (none: bytes for text, and indexed data's own ids).
+  std::shared_ptr<const tokenizers::Tokenizer> tokenizer;
+  training::TextCorpus data;
+  std::string dtype;  // run_dtype
+
+  explicit CheckedInputs(const TrainOptions& options)
+      : checked(plan::load_checked_plan(options.plan_path, options.cluster)),
+        layout(checked.plan, options.plan_path),
+        tokenizer(open_checked_tokenizer(options, checked)),
+        data(load_data(options, checked, tokenizer.get())),
+        dtype(run_dtype(options.dtype, checked.model.config().dtype)) {
+    const auto& config = checked.model.config();
+    if (options.resume && !options.checkpoint_dir) {
+      throw InputError("--resume", "", "a --checkpoint-dir to resume from");
+    }
+    // Checked before any process meets the others: config.json and the weights' headers.
+    if (options.init_from) open_hf_checkpoint(*options.init_from, config);
+    if (options.logits_dir) require_no_earlier_logits(*options.logits_dir);
+    if (options.loss_scale && !(*options.loss_scale > 0)) {
+      throw InputError("--loss-scale", fmt::format("{}", *options.loss_scale),
+                       "a positive initial loss scale");
+    }
+    if (options.loss_scale_interval < 1) {
+      throw InputError("--loss-scale-interval", std::to_string(options.loss_scale_interval),
+                       "a positive number of steps");
+    }
+  }
+
+  // The run's tokenizer, its ids checked to fit the model's embedding. A tokenizer smaller
+  // than the embedding is common (Megatron and Qwen2 pad the vocabulary for speed); one
+  // larger would index past it.
+  static std::shared_ptr<const tokenizers::Tokenizer> open_checked_tokenizer(
+      const TrainOptions& options, const plan::CheckedPlan& checked) {
+    std::shared_ptr<const tokenizers::Tokenizer> tokenizer;
+    if (options.tokenizer) tokenizer = tokenizers::open_tokenizer(*options.tokenizer);
+    const auto& config = checked.model.config();
+    const bool text = !training::is_indexed_dataset(options.data_path);
+    const int64_t tokens = tokenizer ? tokenizer->vocab_size() : training::kByteVocabulary;
+    if ((text || tokenizer) && tokens > config.vocab) {
+      throw InputError(
+          options.tokenizer ? "--tokenizer" : options.plan_path,
+          options.tokenizer ? *options.tokenizer : "model",
+          fmt::format("a model whose vocabulary holds the tokenizer's {} ids ({}); {} has {}",
+                      tokens, tokenizer ? tokenizer->describe() : "the text data's bytes",
+                      config.name, config.vocab));
+    }
+    if (tokenizer && tokens < config.vocab) {
+      log().info("{} has {} tokens; {}'s embedding has {} rows (the rest are never drawn)",
+                 tokenizer->describe(), tokens, config.name, config.vocab);
+    }
+    return tokenizer;
+  }
+
+  static training::TextCorpus load_data(const TrainOptions& options,
+                                        const plan::CheckedPlan& checked,
+                                        const tokenizers::Tokenizer* tokenizer) {
+    if (options.steps <= 0) throw InputError("--steps", "", "a positive number of steps");
+    const int64_t seq = checked.model.config().sequence_length(checked.plan.seq_len);
+    training::TextCorpus data =
+        training::TextCorpus::load(options.data_path, seq, options.data_seed,
+                                   checked.model.config().vocab, tokenizer, options.json_key);
+    if (options.eval_interval > 0) {
+      // Held out: every window the validation batches draw, once each.
+      const int64_t batch = checked.plan.global_batch();
+      const int64_t held = options.eval_iters * batch;
+      if (options.eval_iters < 1 || held + batch > data.windows()) {
+        throw InputError(
+            "--eval-iters", std::to_string(options.eval_iters),
+            fmt::format("from 1 to {}: each validation batch holds a global batch ({} windows "
+                        "of {} tokens) of {}'s {} out of training, and training needs one",
+                        data.windows() / batch - 1, batch, seq + 1, options.data_path,
+                        data.windows()));
+      }
+      data.hold_out(held);
+    }
+    return data;
+  }
+};
+
+// The type weights and activations are held in (fp64 through the default dtype).
+torch::ScalarType weight_type(const std::string& dtype) {
+  return dtype == "fp64" ? torch::kDouble : scalar_type_of(costed_dtype(dtype));
+}
+
+// What this machine's libtorch must compute for the run: its dtype's kernels. (Gloo and
+// NCCL both sum bf16, so a bf16 gradient all-reduce needs nothing more.)
+void require_device_support(const CheckedInputs& inputs, const torch::Device& device) {
+  require_kernels_for(weight_type(inputs.dtype), device, "--dtype");
+}
+
+// The inputs, and the launcher's word on where this process stands among the others.
+struct CheckedRun : CheckedInputs {
+  Rendezvous rendezvous;
+
+  explicit CheckedRun(const TrainOptions& options)
+      : CheckedInputs(options), rendezvous(rendezvous_from()) {
+    const torch::Device device = device_for(options.device, rendezvous.local_rank);
+    require_device_support(*this, device);
+    if (rendezvous.world_size != layout.world_size()) {
+      throw InputError(
+          options.plan_path, "stages",
+          fmt::format("{} processes, one per device of the plan; the launcher ({}) "
+                      "started {}",
+                      layout.world_size(), rendezvous.launcher, rendezvous.world_size));
+    }
+    if (options.check_placement) {
+      require_planned_device(device, checked.cluster, layout.role(rendezvous.rank).device,
+                             rendezvous.rank, options.plan_path);
+    }
+  }
+};
+
+// What makes this run the same run (checkpoint_directory.h). Reads the data's CRC-32.
+training::RunIdentity identity_of_run(const TrainOptions& options, const CheckedInputs& inputs) {
+  return training::identity_of(
+      inputs.checked.model.config().name, options.seed, options.data_path,
+      inputs.tokenizer ? inputs.tokenizer->identity() : std::string(training::kNoTokenizer));
+}
+
+// The last complete checkpoint in `dir`, if any, refused unless it is this run's and this
+// run follows its learning-rate schedule.
+std::optional<CheckpointInfo> latest_checkpoint_of(const training::RunIdentity& identity,
+                                                   const TrainOptions& options,
+                                                   const std::string& dir) {
+  auto checkpoint = latest_checkpoint(dir);
+  if (!checkpoint) return checkpoint;
+  const std::string manifest =
+      (std::filesystem::path(checkpoint->path) / kCheckpointManifest).string();
+  if (checkpoint->manifest.contains("run")) {
+    identity.require_same(checkpoint->manifest["run"], manifest);
+  }
+  training::require_same_schedule(options.optimizer.lr, checkpoint->manifest, manifest);
+  return checkpoint;
+}
+
+// The checkpoint to resume from, if any, after checking it is this run's. Rank 0 holds
+// the directory's lock (in `directory`) for the whole run and refuses a directory with
+// another run's checkpoints unless resuming or overwriting.
+std::optional<CheckpointInfo> checkpoint_to_resume(
+    const TrainOptions& options, const CheckedRun& run, const training::RunIdentity& identity,
+    std::optional<training::CheckpointDirectory>& directory) {
+  if (options.checkpoint_dir && run.rendezvous.rank == 0) {
+    directory.emplace(*options.checkpoint_dir, options.resume, options.overwrite);
+  }
+  if (!options.resume) return std::nullopt;
+  return latest_checkpoint_of(identity, options, *options.checkpoint_dir);
+}
+
+// This process's device, threads and floating-point type.
+ExecutorOptions process_settings(const TrainOptions& options, const CheckedRun& run) {
+  ExecutorOptions settings;
+  settings.optimizer = options.optimizer;
+  settings.seed = options.seed;
+  settings.device = device_for(options.device, run.rendezvous.local_rank);
+  const int device = run.layout.role(run.rendezvous.rank).device;
+  settings.speed = run.checked.cluster.device_type(device).speed.value_or(1.0);
+  torch::set_num_threads(options.threads);
+  // As the model file says (the cost model priced its products at the same rate).
+  if (settings.device.is_cuda()) {
+    at::globalContext().setAllowTF32CuBLAS(run.checked.model.config().tf32);
+  }
+  keep_freed_memory();
+  if (run.dtype == "fp64") torch::set_default_dtype(caffe2::TypeMeta::Make<double>());
+  settings.dtype = weight_type(run.dtype);
+  if (options.loss_scale || run.dtype == "fp16") {
+    training::LossScaling scaling;
+    scaling.initial_scale = options.loss_scale.value_or(scaling.initial_scale);
+    scaling.growth_interval = options.loss_scale_interval;
+    settings.loss_scaling = scaling;
+  }
+  return settings;
+}
+
 // The steps, once everything is checked and the processes have met.
-TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
-                         const model::Model& model, const cluster::Cluster& cluster,
-                         const RankLayout& layout, const TextCorpus& data,
-                         const Rendezvous& rendezvous,
+TrainRecord run_training(const TrainOptions& options, const CheckedRun& run,
                          const std::optional<CheckpointInfo>& checkpoint,
-                         const RunIdentity& identity, const ExecutorOptions& executor_options,
-                         Communicator& communicator, TrainObserver& observer) {
-  const ProcessRole& role = layout.role(rendezvous.rank);
+                         const training::RunIdentity& identity,
+                         const ExecutorOptions& executor_options, Communicator& communicator,
+                         TrainObserver& observer) {
+  const auto& [plan, model, cluster] = run.checked;
+  const plan::RankLayout& layout = run.layout;
+  const Rendezvous& rendezvous = run.rendezvous;
+  const plan::ProcessRole& role = layout.role(rendezvous.rank);
   ExecutorOptions settings = executor_options;
   if (rendezvous.rank == 0) {
     settings.layer_built = [&observer](int built, int total) {
       observer.layer_built(built, total);
     };
   }
-  Executor executor(model, plan, layout, communicator, data, settings);
+  Executor executor(model, plan, layout, communicator, run.data, settings);
   TrainRecord record;
   record.reporter = rendezvous.rank == 0;
   if (checkpoint) {
@@ -303,8 +501,7 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
                                  result.track.device_peak_bytes};
     record.steps.push_back(step_record);
     if (record.reporter) observer.step_done(step_record);
-    if (options.eval_interval > 0 &&
-        ((step + 1) % options.eval_interval == 0 || step + 1 == options.steps)) {
+    if (evaluation_due(options, step + 1)) {
       double sum = 0;
       for (int64_t batch = 0; batch < options.eval_iters; ++batch) {
         sum += executor.evaluate(batch).loss;
@@ -313,9 +510,7 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
       record.validations.push_back(validation);
       if (record.reporter) observer.evaluated(step, validation.loss);
     }
-    if (options.checkpoint_dir &&
-        ((options.checkpoint_every > 0 && (step + 1) % options.checkpoint_every == 0) ||
-         step + 1 == options.steps)) {
+    if (checkpoint_due(options, step + 1)) {
       save(step + 1);
       if (record.reporter && step + 1 < options.steps && !switch_asked) {
         switch_asked = observer.hand_over_after_checkpoint(step + 1);
@@ -335,27 +530,16 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
     if (record.reporter && !switch_asked) {
       switch_asked = observer.step_measured(step, agreed.compute);
     }
-    if (const int signal_number = agreed.stop_signal) {
-      // Stopped between steps: the step is whole, and so is the checkpoint of it.
-      record.stopped_by = signal_number;
+    // Stopped by a signal, or handing over to another plan, between steps: the step is
+    // whole, and so is the checkpoint of it (the next plan starts from it).
+    if (agreed.stop_signal || (agreed.switch_plans && options.checkpoint_dir)) {
+      record.stopped_by = agreed.stop_signal;
+      record.switching_plans = agreed.stop_signal == 0;
       record.steps_done = step + 1;
-      const bool saved = options.checkpoint_dir && options.checkpoint_every > 0 &&
-                         (step + 1) % options.checkpoint_every == 0;
-      if (options.checkpoint_dir && !saved) save(step + 1);
+      if (options.checkpoint_dir && !checkpoint_due(options, step + 1)) save(step + 1);
       complete_checkpoint();
-      if (record.reporter) observer.stopped(signal_number, step + 1);
-      communicator.stop_watchdog();
-      communicator.barrier();
-      return record;
-    }
-    if (agreed.switch_plans && options.checkpoint_dir) {
-      // As for a stop: the step is whole, and so is the checkpoint the next plan starts from.
-      record.switching_plans = true;
-      record.steps_done = step + 1;
-      const bool saved = options.checkpoint_every > 0 && (step + 1) % options.checkpoint_every == 0;
-      if (!saved) save(step + 1);
-      complete_checkpoint();
-      if (record.reporter) observer.switching(step + 1);
+      if (record.reporter && record.switching_plans) observer.switching(step + 1);
+      if (record.reporter && record.stopped_by) observer.stopped(record.stopped_by, step + 1);
       communicator.stop_watchdog();
       communicator.barrier();
       return record;
@@ -401,187 +585,6 @@ TrainRecord run_training(const TrainOptions& options, const plan::Plan& plan,
 
 }  // namespace
 
-namespace {
-
-// What every process reads, checked alone (before it joins the others): any problem is
-// found here with a message for the user.
-struct CheckedInputs {
-  plan::CheckedPlan checked;
-  RankLayout layout;
-  // The --tokenizer's (none: bytes for text, and indexed data's own ids).
-  std::shared_ptr<const tokenizers::Tokenizer> tokenizer;
-  TextCorpus data;
-  std::string dtype;  // run_dtype
-
-  explicit CheckedInputs(const TrainOptions& options)
-      : checked(plan::load_checked_plan(options.plan_path, options.cluster)),
-        layout(checked.plan, options.plan_path),
-        tokenizer(open_checked_tokenizer(options, checked)),
-        data(load_data(options, checked, tokenizer.get())),
-        dtype(run_dtype(options.dtype, checked.model.config().dtype)) {
-    const auto& config = checked.model.config();
-    if (options.resume && !options.checkpoint_dir) {
-      throw InputError("--resume", "", "a --checkpoint-dir to resume from");
-    }
-    // Checked before any process meets the others: config.json and the weights' headers.
-    if (options.init_from) open_hf_checkpoint(*options.init_from, config);
-    if (options.logits_dir) require_no_earlier_logits(*options.logits_dir);
-    if (options.loss_scale && !(*options.loss_scale > 0)) {
-      throw InputError("--loss-scale", fmt::format("{}", *options.loss_scale),
-                       "a positive initial loss scale");
-    }
-    if (options.loss_scale_interval < 1) {
-      throw InputError("--loss-scale-interval", std::to_string(options.loss_scale_interval),
-                       "a positive number of steps");
-    }
-  }
-
-  // The run's tokenizer, its ids checked to fit the model's embedding. A tokenizer smaller
-  // than the embedding is common (Megatron and Qwen2 pad the vocabulary for speed); one
-  // larger would index past it.
-  static std::shared_ptr<const tokenizers::Tokenizer> open_checked_tokenizer(
-      const TrainOptions& options, const plan::CheckedPlan& checked) {
-    std::shared_ptr<const tokenizers::Tokenizer> tokenizer;
-    if (options.tokenizer) tokenizer = tokenizers::open_tokenizer(*options.tokenizer);
-    const auto& config = checked.model.config();
-    const bool text = !is_indexed_dataset(options.data_path);
-    const int64_t tokens = tokenizer ? tokenizer->vocab_size() : kByteVocabulary;
-    if ((text || tokenizer) && tokens > config.vocab) {
-      throw InputError(
-          options.tokenizer ? "--tokenizer" : options.plan_path,
-          options.tokenizer ? *options.tokenizer : "model",
-          fmt::format("a model whose vocabulary holds the tokenizer's {} ids ({}); {} has {}",
-                      tokens, tokenizer ? tokenizer->describe() : "the text data's bytes",
-                      config.name, config.vocab));
-    }
-    if (tokenizer && tokens < config.vocab) {
-      log().info("{} has {} tokens; {}'s embedding has {} rows (the rest are never drawn)",
-                 tokenizer->describe(), tokens, config.name, config.vocab);
-    }
-    return tokenizer;
-  }
-
-  static TextCorpus load_data(const TrainOptions& options, const plan::CheckedPlan& checked,
-                              const tokenizers::Tokenizer* tokenizer) {
-    if (options.steps <= 0) throw InputError("--steps", "", "a positive number of steps");
-    const int64_t seq =
-        checked.plan.seq_len > 0 ? checked.plan.seq_len : checked.model.config().seq_len;
-    TextCorpus data = TextCorpus::load(options.data_path, seq, options.data_seed,
-                                       checked.model.config().vocab, tokenizer, options.json_key);
-    if (options.eval_interval > 0) {
-      // Held out: every window the validation batches draw, once each.
-      const int64_t batch = checked.plan.global_batch();
-      const int64_t held = options.eval_iters * batch;
-      if (options.eval_iters < 1 || held + batch > data.windows()) {
-        throw InputError(
-            "--eval-iters", std::to_string(options.eval_iters),
-            fmt::format("from 1 to {}: each validation batch holds a global batch ({} windows "
-                        "of {} tokens) of {}'s {} out of training, and training needs one",
-                        data.windows() / batch - 1, batch, seq + 1, options.data_path,
-                        data.windows()));
-      }
-      data.hold_out(held);
-    }
-    return data;
-  }
-};
-
-// The type weights and activations are held in (fp64 through the default dtype).
-torch::ScalarType weight_type(const std::string& dtype) {
-  return dtype == "fp64" ? torch::kDouble : scalar_type_of(costed_dtype(dtype));
-}
-
-// What this machine's libtorch must compute for the run: its dtype's kernels. (Gloo and
-// NCCL both sum bf16, so a bf16 gradient all-reduce needs nothing more.)
-void require_device_support(const CheckedInputs& inputs, const torch::Device& device) {
-  require_kernels_for(weight_type(inputs.dtype), device, "--dtype");
-}
-
-// The inputs, and the launcher's word on where this process stands among the others.
-struct CheckedRun : CheckedInputs {
-  Rendezvous rendezvous;
-
-  explicit CheckedRun(const TrainOptions& options)
-      : CheckedInputs(options), rendezvous(rendezvous_from()) {
-    const torch::Device device = device_for(options.device, rendezvous.local_rank);
-    require_device_support(*this, device);
-    if (rendezvous.world_size != layout.world_size()) {
-      throw InputError(
-          options.plan_path, "stages",
-          fmt::format("{} processes, one per device of the plan; the launcher ({}) "
-                      "started {}",
-                      layout.world_size(), rendezvous.launcher, rendezvous.world_size));
-    }
-    if (options.check_placement) {
-      require_planned_device(device, checked.cluster, layout.role(rendezvous.rank).device,
-                             rendezvous.rank, options.plan_path);
-    }
-  }
-};
-
-// What makes this run the same run (checkpoint_directory.h). Reads the data's CRC-32.
-RunIdentity identity_of_run(const TrainOptions& options, const CheckedInputs& inputs) {
-  return identity_of(inputs.checked.model.config().name, options.seed, options.data_path,
-                     inputs.tokenizer ? inputs.tokenizer->identity() : std::string(kNoTokenizer));
-}
-
-// The last complete checkpoint in `dir`, if any, refused unless it is this run's and this
-// run follows its learning-rate schedule.
-std::optional<CheckpointInfo> latest_checkpoint_of(const RunIdentity& identity,
-                                                   const TrainOptions& options,
-                                                   const std::string& dir) {
-  auto checkpoint = latest_checkpoint(dir);
-  if (!checkpoint) return checkpoint;
-  const std::string manifest =
-      (std::filesystem::path(checkpoint->path) / kCheckpointManifest).string();
-  if (checkpoint->manifest.contains("run")) {
-    identity.require_same(checkpoint->manifest["run"], manifest);
-  }
-  require_same_schedule(options.optimizer.lr, checkpoint->manifest, manifest);
-  return checkpoint;
-}
-
-// The checkpoint to resume from, if any, after checking it is this run's. Rank 0 holds
-// the directory's lock (in `directory`) for the whole run and refuses a directory with
-// another run's checkpoints unless resuming or overwriting.
-std::optional<CheckpointInfo> checkpoint_to_resume(const TrainOptions& options,
-                                                   const CheckedRun& run,
-                                                   const RunIdentity& identity,
-                                                   std::optional<CheckpointDirectory>& directory) {
-  if (options.checkpoint_dir && run.rendezvous.rank == 0) {
-    directory.emplace(*options.checkpoint_dir, options.resume, options.overwrite);
-  }
-  if (!options.resume) return std::nullopt;
-  return latest_checkpoint_of(identity, options, *options.checkpoint_dir);
-}
-
-// This process's device, threads and floating-point type.
-ExecutorOptions process_settings(const TrainOptions& options, const CheckedRun& run) {
-  ExecutorOptions settings;
-  settings.optimizer = options.optimizer;
-  settings.seed = options.seed;
-  settings.device = device_for(options.device, run.rendezvous.local_rank);
-  const int device = run.layout.role(run.rendezvous.rank).device;
-  settings.speed = run.checked.cluster.device_type(device).speed.value_or(1.0);
-  torch::set_num_threads(options.threads);
-  // As the model file says (the cost model priced its products at the same rate).
-  if (settings.device.is_cuda()) {
-    at::globalContext().setAllowTF32CuBLAS(run.checked.model.config().tf32);
-  }
-  keep_freed_memory();
-  if (run.dtype == "fp64") torch::set_default_dtype(caffe2::TypeMeta::Make<double>());
-  settings.dtype = weight_type(run.dtype);
-  if (options.loss_scale || run.dtype == "fp16") {
-    LossScaling scaling;
-    scaling.initial_scale = options.loss_scale.value_or(scaling.initial_scale);
-    scaling.growth_interval = options.loss_scale_interval;
-    settings.loss_scaling = scaling;
-  }
-  return settings;
-}
-
-}  // namespace
-
 std::string run_dtype(const std::string& requested, model::DType model_dtype) {
   if (requested.empty()) return std::string(model::to_string(model_dtype));
   if (requested == "fp64" || model::parse_dtype(requested)) {
@@ -606,7 +609,7 @@ void check_run(const TrainOptions& options) {
         options.data_path, ids.scanned, ids.total);
   }
   if (!options.checkpoint_dir) return;
-  check_checkpoint_directory(*options.checkpoint_dir, options.resume, options.overwrite);
+  training::check_checkpoint_directory(*options.checkpoint_dir, options.resume, options.overwrite);
   if (options.resume) {
     latest_checkpoint_of(identity_of_run(options, inputs), options, *options.checkpoint_dir);
   }
@@ -616,8 +619,8 @@ TrainRecord train(const TrainOptions& options, TrainObserver& observer) {
   const CheckedRun run(options);
   const auto& [plan, model, cluster] = run.checked;
   // The data's CRC-32 is read once, for the check here and every manifest of the run.
-  const RunIdentity identity = identity_of_run(options, run);
-  std::optional<CheckpointDirectory> directory;
+  const training::RunIdentity identity = identity_of_run(options, run);
+  std::optional<training::CheckpointDirectory> directory;
   const auto checkpoint = checkpoint_to_resume(options, run, identity, directory);
   const ExecutorOptions settings = process_settings(options, run);
 
@@ -648,8 +651,7 @@ TrainRecord train(const TrainOptions& options, TrainObserver& observer) {
     std::_Exit(kExitRunFailed);
   });
   try {
-    return run_training(options, plan, model, cluster, run.layout, run.data, rendezvous, checkpoint,
-                        identity, settings, *communicator, observer);
+    return run_training(options, run, checkpoint, identity, settings, *communicator, observer);
   } catch (const CommunicationError& error) {
     throw CommunicationError(communicator->report_failure(error.what()));
   }

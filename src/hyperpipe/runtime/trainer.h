@@ -13,9 +13,9 @@
 #include "hyperpipe/datasets/json_lines.h"
 #include "hyperpipe/model/dtype.h"
 #include "hyperpipe/runtime/communication_error.h"
-#include "hyperpipe/runtime/loss_scaler.h"
-#include "hyperpipe/runtime/optimizer_options.h"
 #include "hyperpipe/runtime/train_record.h"
+#include "hyperpipe/training/loss_scaler.h"
+#include "hyperpipe/training/optimizer_options.h"
 
 namespace hyperpipe::runtime {
 
@@ -33,7 +33,7 @@ struct TrainOptions {
   // eval_iters global batches drawn from windows held out of training (text_corpus.h).
   int64_t eval_interval = 0;
   int64_t eval_iters = 1;
-  OptimizerOptions optimizer;
+  training::OptimizerOptions optimizer;
   uint64_t seed = 0;           // the initial weights
   uint64_t data_seed = 0;      // the order of the corpus's windows
   std::string device = "cpu";  // "cpu" or "cuda" (one GPU per process, by local rank)
@@ -44,9 +44,9 @@ struct TrainOptions {
   // gradients that should be zero into full-size steps); empty: the model's.
   std::string dtype;
   // Dynamic loss scaling (loss_scaler.h) from this initial scale; without it, fp16 runs
-  // scale from LossScaling's default and the other types do not scale.
+  // scale from training::LossScaling's default and the other types do not scale.
   std::optional<double> loss_scale;
-  int64_t loss_scale_interval = LossScaling{}.growth_interval;
+  int64_t loss_scale_interval = training::LossScaling{}.growth_interval;
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   // The step whose timeline rank 0 gathers (default: the median of the last 32 by rank 0's
   // time, the run's first left out).

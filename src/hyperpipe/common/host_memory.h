@@ -5,9 +5,9 @@
 // the profile times ops as the run runs them.
 #pragma once
 
-namespace hyperpipe::runtime {
+namespace hyperpipe {
 
 // Process-wide; call before the first tensor is allocated.
 void keep_freed_memory();
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe

@@ -1,10 +1,10 @@
-#include "hyperpipe/runtime/rank_layout.h"
+#include "hyperpipe/plan/rank_layout.h"
 
 #include <gtest/gtest.h>
 
 #include "hyperpipe/common/error.h"
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::plan {
 namespace {
 
 const std::string kExamples = HYPERPIPE_EXAMPLES;
@@ -53,7 +53,7 @@ TEST(Reshard, EverySampleCrossesOnceBetweenTheRanksHoldingAndNeedingIt) {
 }
 
 TEST(RankLayout, OneProcessPerDeviceGroupByGroup) {
-  plan::Plan plan;
+  Plan plan;
   plan.micro_batch_size = 4;
   plan.stages = {{0, 5, {8, 9}, 2, 1, model::Recompute::none},
                  {5, 9, {3}, 1, 1, model::Recompute::none},
@@ -70,10 +70,10 @@ TEST(RankLayout, OneProcessPerDeviceGroupByGroup) {
 }
 
 TEST(RankLayout, PipelinesSideBySideFollowThePlansOwn) {
-  plan::Plan plan;
+  Plan plan;
   plan.stages = {{0, 7, {0}, 1, 1, model::Recompute::none},
                  {7, 14, {1, 2}, 2, 1, model::Recompute::none}};
-  plan::Pipeline replica;
+  Pipeline replica;
   replica.stages = {{0, 14, {5, 6}, 2, 1, model::Recompute::none}};
   plan.replicas.push_back(replica);
   const RankLayout layout(plan, "p.json");
@@ -90,7 +90,7 @@ TEST(RankLayout, PipelinesSideBySideFollowThePlansOwn) {
 // plan lists them. dp_ranks pairs the same shard of every data-parallel rank, tp_ranks the
 // shards of one.
 TEST(RankLayout, ShardsOfOneDataParallelRankAreNeighbours) {
-  plan::Plan plan;
+  Plan plan;
   plan.micro_batch_size = 2;
   plan.stages = {{0, 2, {7}, 1, 1, model::Recompute::none},
                  {2, 5, {0, 1, 2, 3}, 2, 2, model::Recompute::none}};
@@ -115,17 +115,17 @@ TEST(RankLayout, ShardsOfOneDataParallelRankAreNeighbours) {
 // device of devices_in_rank_order, over pipelines side by side, interleaved chunks and
 // groups of dp · tp shards.
 TEST(RankLayout, RanksAreThePlansRankOrder) {
-  plan::Plan plan;
+  Plan plan;
   plan.chunks = 2;
   plan.stages = {{0, 2, {4, 5, 6, 7}, 2, 2, model::Recompute::none},
                  {2, 4, {0, 1}, 1, 2, model::Recompute::none},
                  {4, 6, {4, 5, 6, 7}, 2, 2, model::Recompute::none},
                  {6, 8, {0, 1}, 1, 2, model::Recompute::none}};
-  plan::Pipeline replica;
+  Pipeline replica;
   replica.stages = {{0, 8, {9, 8}, 2, 1, model::Recompute::none}};
   plan.replicas.push_back(replica);
   const RankLayout layout(plan, "p.json");
-  const std::vector<int> devices = plan::devices_in_rank_order(plan);
+  const std::vector<int> devices = devices_in_rank_order(plan);
   ASSERT_EQ(layout.world_size(), static_cast<int>(devices.size()));
   for (int r = 0; r < layout.world_size(); ++r) {
     const ProcessRole& role = layout.role(r);
@@ -136,7 +136,7 @@ TEST(RankLayout, RanksAreThePlansRankOrder) {
 }
 
 TEST(RankLayout, RefusesChunksSplitUnlikeTheirGroup) {
-  plan::Plan chunks;
+  Plan chunks;
   chunks.chunks = 2;
   chunks.stages = {{0, 4, {0, 1}, 1, 2, model::Recompute::none},
                    {4, 8, {2}, 1, 1, model::Recompute::none},
@@ -151,4 +151,4 @@ TEST(RankLayout, RefusesChunksSplitUnlikeTheirGroup) {
 }
 
 }  // namespace
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::plan

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-namespace hyperpipe::runtime {
+namespace hyperpipe {
 
 // The job's secret: every key the run keeps in rank 0's store lives under it, so a process
 // that reaches the store's port without it can neither join the run nor read or set what
@@ -54,4 +54,4 @@ Rendezvous local_rendezvous(int rank, int world, int port);
 // no route leads there. Sends no packet (a UDP socket's connect only picks the route).
 std::optional<std::string> source_address_toward(const std::string& host);
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe

@@ -1,7 +1,7 @@
 // The learning-rate schedule against its closed forms (Megatron-LM's, written out here
 // step by step); tests/oracles/lr_schedule_oracle.py holds it against Megatron-core's own
 // OptimizerParamScheduler.
-#include "hyperpipe/runtime/lr_schedule.h"
+#include "hyperpipe/training/lr_schedule.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "hyperpipe/common/error.h"
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::training {
 namespace {
 
 LrSchedule schedule(LrDecayStyle style, int64_t warmup, int64_t decay) {
@@ -74,12 +74,12 @@ TEST(LrSchedule, NumbersThatMakeNoScheduleAreRefusedNamingTheOption) {
 TEST(LrSchedule, AResumeWithAnotherScheduleIsRefusedAndTheSameOneAccepted) {
   const auto s = schedule(LrDecayStyle::cosine, 4, 20);
   const nlohmann::json manifest{{"lr_schedule", nlohmann::json::parse(s.to_json().dump())}};
-  EXPECT_NO_THROW(require_same_schedule(s, manifest, "ck/step-00000005/manifest.json"));
-  EXPECT_NO_THROW(require_same_schedule(s, nlohmann::json::object(), "old manifest"));
+  EXPECT_NO_THROW(training::require_same_schedule(s, manifest, "ck/step-00000005/manifest.json"));
+  EXPECT_NO_THROW(training::require_same_schedule(s, nlohmann::json::object(), "old manifest"));
   auto longer = s;
   longer.decay_iters = 40;
   try {
-    require_same_schedule(longer, manifest, "ck/step-00000005/manifest.json");
+    training::require_same_schedule(longer, manifest, "ck/step-00000005/manifest.json");
     FAIL() << "accepted another schedule";
   } catch (const InputError& error) {
     EXPECT_EQ(error.where(), "lr_schedule");
@@ -90,12 +90,13 @@ TEST(LrSchedule, AResumeWithAnotherScheduleIsRefusedAndTheSameOneAccepted) {
   auto constant = schedule(LrDecayStyle::constant, 2, 10);
   const nlohmann::json constant_manifest{{"lr_schedule", constant.to_json()}};
   constant.decay_iters = 30;
-  EXPECT_NO_THROW(require_same_schedule(constant, constant_manifest, "manifest"));
+  EXPECT_NO_THROW(training::require_same_schedule(constant, constant_manifest, "manifest"));
   constant.warmup_iters = 3;
-  EXPECT_THROW(require_same_schedule(constant, constant_manifest, "manifest"), InputError);
-  EXPECT_EQ(parse_lr_decay_style("cosine"), LrDecayStyle::cosine);
-  EXPECT_EQ(parse_lr_decay_style("WSD"), std::nullopt);
+  EXPECT_THROW(training::require_same_schedule(constant, constant_manifest, "manifest"),
+               InputError);
+  EXPECT_EQ(training::parse_lr_decay_style("cosine"), LrDecayStyle::cosine);
+  EXPECT_EQ(training::parse_lr_decay_style("WSD"), std::nullopt);
 }
 
 }  // namespace
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::training

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::training {
 
 enum class LrDecayStyle { constant, linear, cosine };
 
@@ -30,6 +30,9 @@ struct LrSchedule {
   // num_steps = steps_done: its first step, in warm-up, has rate 0).
   double at(int64_t steps_done) const;
 
+  // Whether the rate changes from step to step (a warm-up, or a decay).
+  bool varies() const { return warmup_iters > 0 || style != LrDecayStyle::constant; }
+
   // InputError naming the option when the numbers do not make a schedule.
   void check() const;
 
@@ -43,4 +46,4 @@ struct LrSchedule {
 void require_same_schedule(const LrSchedule& schedule, const nlohmann::json& manifest,
                            const std::string& manifest_path);
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::training

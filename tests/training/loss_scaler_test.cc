@@ -1,10 +1,10 @@
-#include "hyperpipe/runtime/loss_scaler.h"
+#include "hyperpipe/training/loss_scaler.h"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::training {
 namespace {
 
 TEST(DynamicLossScaler, BacksOffOnEveryNonFiniteStepAndSkipsIt) {
@@ -52,4 +52,4 @@ TEST(DynamicLossScaler, RefusesSettingsThatCannotScale) {
 }
 
 }  // namespace
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::training

@@ -1,9 +1,9 @@
 // The optimizer's settings, as plain numbers (no libtorch), so the CLI can hold them.
 #pragma once
 
-#include "hyperpipe/runtime/lr_schedule.h"
+#include "hyperpipe/training/lr_schedule.h"
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::training {
 
 // GPT-3's settings (Brown et al., 2020, appendix B): β = (0.9, 0.95), ε = 1e-8, weight
 // decay 0.1, gradients clipped at global norm 1.0.
@@ -16,4 +16,4 @@ struct OptimizerOptions {
   double clip_norm = 1.0;  // 0: no clipping
 };
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::training

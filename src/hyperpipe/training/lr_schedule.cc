@@ -1,4 +1,4 @@
-#include "hyperpipe/runtime/lr_schedule.h"
+#include "hyperpipe/training/lr_schedule.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "hyperpipe/common/error.h"
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::training {
 
 std::string_view to_string(LrDecayStyle style) {
   switch (style) {
@@ -85,4 +85,4 @@ void require_same_schedule(const LrSchedule& schedule, const nlohmann::json& man
                                recorded.dump(), mine.dump()));
 }
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::training

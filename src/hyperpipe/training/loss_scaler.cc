@@ -1,8 +1,8 @@
-#include "hyperpipe/runtime/loss_scaler.h"
+#include "hyperpipe/training/loss_scaler.h"
 
 #include <stdexcept>
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::training {
 
 DynamicLossScaler::DynamicLossScaler(LossScaling settings)
     : settings_(settings), scale_(settings.initial_scale) {
@@ -32,4 +32,4 @@ void DynamicLossScaler::restore(double scale, int64_t clean_steps) {
   clean_steps_ = clean_steps;
 }
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::training

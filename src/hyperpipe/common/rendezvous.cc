@@ -1,4 +1,4 @@
-#include "hyperpipe/runtime/rendezvous.h"
+#include "hyperpipe/common/rendezvous.h"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -11,7 +11,7 @@
 
 #include "hyperpipe/common/error.h"
 
-namespace hyperpipe::runtime {
+namespace hyperpipe {
 namespace {
 
 // The highest TCP port number.
@@ -127,4 +127,4 @@ Rendezvous local_rendezvous(int rank, int world, int port) {
   return rendezvous;
 }
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe

@@ -1,4 +1,4 @@
-#include "hyperpipe/runtime/text_corpus.h"
+#include "hyperpipe/training/text_corpus.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include "hyperpipe/datasets/indexed_dataset.h"
 #include "hyperpipe/tokenizers/tokenized_documents.h"
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::training {
 
 std::string indexed_dataset_prefix(const std::string& path) {
   for (const char* suffix : {".idx", ".bin"}) {
@@ -170,4 +170,4 @@ std::vector<int64_t> TextCorpus::window_at(int64_t start) const {
   return tokens;
 }
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::training

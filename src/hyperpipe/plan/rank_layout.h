@@ -8,7 +8,7 @@
 
 #include "hyperpipe/plan/plan.h"
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::plan {
 
 struct ProcessRole {
   int rank = 0;
@@ -76,4 +76,4 @@ class RankLayout {
   std::vector<std::vector<int>> first_rank_;  // [pipeline][group]
 };
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::plan

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::training {
 
 struct LossScaling {
   double initial_scale = 65536.0;  // 2^16, GradScaler's init_scale
@@ -36,4 +36,4 @@ class DynamicLossScaler {
   int64_t clean_steps_ = 0;
 };
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::training

@@ -24,7 +24,7 @@ namespace hyperpipe::tokenizers {
 class Tokenizer;
 }
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::training {
 
 // Byte-level tokens.
 inline constexpr int64_t kByteVocabulary = 256;
@@ -97,4 +97,4 @@ inline int64_t sample_index(int64_t step, int64_t global_batch, int64_t position
   return step * global_batch + position;
 }
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::training

@@ -1,4 +1,4 @@
-#include "hyperpipe/runtime/rank_layout.h"
+#include "hyperpipe/plan/rank_layout.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "hyperpipe/common/error.h"
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::plan {
 
 SampleRange shard(int64_t micro_batch, int dp, int index) {
   const int64_t base = micro_batch / dp;
@@ -79,4 +79,4 @@ std::vector<int> RankLayout::tp_ranks(int pipeline, int group, int dp_index) con
   return ranks;
 }
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::plan

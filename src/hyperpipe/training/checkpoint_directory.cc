@@ -1,4 +1,4 @@
-#include "hyperpipe/runtime/checkpoint_directory.h"
+#include "hyperpipe/training/checkpoint_directory.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -16,9 +16,9 @@
 #include "hyperpipe/common/log.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/text_excerpt.h"
-#include "hyperpipe/runtime/text_corpus.h"
+#include "hyperpipe/training/text_corpus.h"
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::training {
 namespace {
 
 namespace fs = std::filesystem;
@@ -204,4 +204,4 @@ CheckpointDirectory::~CheckpointDirectory() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // closing releases the flock
 }
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::training

@@ -1,10 +1,10 @@
-#include "hyperpipe/runtime/host_memory.h"
+#include "hyperpipe/common/host_memory.h"
 
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 
-namespace hyperpipe::runtime {
+namespace hyperpipe {
 
 void keep_freed_memory() {
 #ifdef __GLIBC__
@@ -15,4 +15,4 @@ void keep_freed_memory() {
 #endif
 }
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe

@@ -1,4 +1,4 @@
-#include "hyperpipe/runtime/rendezvous.h"
+#include "hyperpipe/common/rendezvous.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "hyperpipe/common/error.h"
 
-namespace hyperpipe::runtime {
+namespace hyperpipe {
 namespace {
 
 Environment from(std::map<std::string, std::string> variables) {
@@ -100,4 +100,4 @@ TEST(Rendezvous, TheSourceAddressIsTheOneOnTheRouteToTheStore) {
 }
 
 }  // namespace
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace hyperpipe::runtime {
+namespace hyperpipe::training {
 
 // The lock file, beside the step directories: its advisory lock (flock) is held for the
 // run's lifetime; its text names the last holder.
@@ -55,4 +55,4 @@ class CheckpointDirectory {
   int lock_fd_ = -1;
 };
 
-}  // namespace hyperpipe::runtime
+}  // namespace hyperpipe::training
