@@ -9,7 +9,6 @@
 #include "hyperpipe/cli/app.h"
 #include "hyperpipe/cli/commands.h"
 #include "hyperpipe/cli/worker.h"
-#include "hyperpipe/common/error.h"
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/elastic/elastic_run.h"

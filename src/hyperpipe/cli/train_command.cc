@@ -14,6 +14,7 @@
 #include "hyperpipe/common/quantity.h"
 #include "hyperpipe/common/stop_signals.h"
 #include "hyperpipe/elastic/elastic_run.h"
+#include "hyperpipe/elastic/plan_adapter.h"
 #include "hyperpipe/launch/parent_watch.h"
 #include "hyperpipe/launch/train_flags.h"
 #include "hyperpipe/plan/checked_plan.h"

@@ -13,12 +13,12 @@
 namespace hyperpipe::report {
 
 struct DescribeRequest {
-  std::string model;                    // catalogue name, model .yaml or config.json
-  std::string cluster;                  // catalogue name or cluster .yaml
-  std::optional<std::string> profiles;  // a profile database to prefer over estimates
-  DescribeSettings settings;
+  std::string model;                      // catalogue name, model .yaml or config.json
+  std::string cluster;                    // catalogue name or cluster .yaml
+  std::optional<std::string> profiles{};  // a profile database to prefer over estimates
+  DescribeSettings settings{};
   cost::Estimator estimator = cost::CostOptions{}.estimator;
-  std::optional<EstimateSettings> estimate;  // set: the report's `op_estimate` too
+  std::optional<EstimateSettings> estimate{};  // set: the report's `op_estimate` too
 };
 
 // The hyperpipe.describe/1 document. InputError naming --seq for a sequence longer than a
