@@ -7,8 +7,6 @@
 namespace hyperpipe::plan {
 namespace {
 
-const std::string kExamples = HYPERPIPE_EXAMPLES;
-
 TEST(Shard, EvenAsPossibleContiguousAndComplete) {
   for (int64_t b = 1; b <= 13; ++b) {
     for (int dp = 1; dp <= b; ++dp) {
