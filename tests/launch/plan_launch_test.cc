@@ -35,6 +35,7 @@ TEST(PlanLaunch, EveryDeviceRunsTrainWithThePlanAndTheArgumentsPassedOn) {
   const std::string path = kExamples + "/plans/tiny-gpt-3stage.json";
   const auto checked = plan::load_checked_plan(path, std::nullopt);
   PlanLaunch launch = launch_of(path);
+  EXPECT_NO_THROW(check_shared_run(checked.plan, launch));  // started whole: no port needed
   const LaunchSpec spec = launch_spec(checked.plan, launch);
   EXPECT_EQ(spec.processes, 3);
   EXPECT_EQ(spec.world_size, 3);
@@ -56,16 +57,18 @@ TEST(PlanLaunch, ARunSharedAcrossHostsNeedsItsPortItsSecretAndTheLeaderToAdapt) 
   PlanLaunch launch = launch_of(path);
   launch.devices_here = {0};
   ::unsetenv(kJobTokenVariable);
-  EXPECT_NE(refusal([&] { launch_spec(checked.plan, launch); }).find("a --port"),
+  EXPECT_NE(refusal([&] { check_shared_run(checked.plan, launch); }).find("a --port"),
             std::string::npos);
   launch.port = 29500;
-  EXPECT_NE(refusal([&] { launch_spec(checked.plan, launch); }).find(kJobTokenVariable),
+  EXPECT_NE(refusal([&] { check_shared_run(checked.plan, launch); }).find(kJobTokenVariable),
             std::string::npos);
   ::setenv(kJobTokenVariable, "0123456789abcdef", 1);
   launch.train_arguments.push_back("--adapt");
-  EXPECT_NE(refusal([&] { launch_spec(checked.plan, launch); }).find("--elastic beside --adapt"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal([&] { check_shared_run(checked.plan, launch); }).find("--elastic beside --adapt"),
+      std::string::npos);
   launch.elastic = true;
+  EXPECT_NO_THROW(check_shared_run(checked.plan, launch));
   const LaunchSpec spec = launch_spec(checked.plan, launch);
   EXPECT_EQ(spec.ranks, (std::vector<int>{0}));
   EXPECT_EQ(spec.world_size, 3);

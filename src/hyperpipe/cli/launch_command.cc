@@ -116,15 +116,16 @@ void add_launch_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->callback([args, command, &out, &err] {
     launch::PlanLaunch& run = args->launch;
     run.train_arguments = command->remaining();
-    run.worker = require_worker("launch");
     const auto checked = plan::load_checked_plan(
         run.plan_path, launch::value_of(run.train_arguments, train_flags::kCluster));
     // The launcher's own options first, then the plan against the devices' memory (both
     // without the worker), then what every process would check.
-    launch::LaunchSpec spec = launch::launch_spec(checked.plan, run);
+    launch::check_shared_run(checked.plan, run);
     plan::check_runs_here(checked.plan, run.plan_path);
     launch::check_fits(checked, run);
+    run.worker = require_worker("launch");
     launch::check_before_launch(run, err);
+    const launch::LaunchSpec spec = launch::launch_spec(checked.plan, run);
     launch::check_port_free(spec);
     const bool shared = spec.processes < spec.world_size;
     (launch::prints_json(run) ? err : out)

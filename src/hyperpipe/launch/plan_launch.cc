@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <optional>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "hyperpipe/common/error.h"
 #include "hyperpipe/common/exit_codes.h"
@@ -18,7 +20,25 @@
 namespace hyperpipe::launch {
 namespace {
 
-void check_shared_run(const PlanLaunch& launch) {
+// The plan's ranks that run here, and how many the run has in all.
+std::pair<std::vector<int>, int> ranks_here(const plan::Plan& plan, const PlanLaunch& launch) {
+  return {plan::ranks_of_devices(plan, launch.devices_here),
+          static_cast<int>(plan::devices_in_rank_order(plan).size())};
+}
+
+// The worker's `train` with the plan and the arguments passed on.
+std::vector<std::string> train_command(const PlanLaunch& launch) {
+  std::vector<std::string> command{launch.worker, "train"};
+  append(command, train_flags::kPlan, launch.plan_path);
+  command.insert(command.end(), launch.train_arguments.begin(), launch.train_arguments.end());
+  return command;
+}
+
+}  // namespace
+
+void check_shared_run(const plan::Plan& plan, const PlanLaunch& launch) {
+  const auto [ranks, world_size] = ranks_here(plan, launch);
+  if (static_cast<int>(ranks.size()) == world_size) return;
   const std::string here = fmt::format("{} device(s) of the plan's", launch.devices_here.size());
   if (given(launch.train_arguments, train_flags::kAdapt) && !launch.elastic) {
     throw InputError("--devices-here", here,
@@ -39,22 +59,10 @@ void check_shared_run(const PlanLaunch& launch) {
   }
 }
 
-// The worker's `train` with the plan and the arguments passed on.
-std::vector<std::string> train_command(const PlanLaunch& launch) {
-  std::vector<std::string> command{launch.worker, "train"};
-  append(command, train_flags::kPlan, launch.plan_path);
-  command.insert(command.end(), launch.train_arguments.begin(), launch.train_arguments.end());
-  return command;
-}
-
-}  // namespace
-
 LaunchSpec launch_spec(const plan::Plan& plan, const PlanLaunch& launch) {
   LaunchSpec spec;
-  spec.ranks = plan::ranks_of_devices(plan, launch.devices_here);
+  std::tie(spec.ranks, spec.world_size) = ranks_here(plan, launch);
   spec.processes = static_cast<int>(spec.ranks.size());
-  spec.world_size = static_cast<int>(plan::devices_in_rank_order(plan).size());
-  if (spec.processes < spec.world_size) check_shared_run(launch);
   spec.command = train_command(launch);
   spec.address = launch.address;
   spec.port = launch.port;

@@ -24,10 +24,14 @@ struct PlanLaunch {
   std::string worker;                        // the program that runs `train`
 };
 
-// The processes of `plan` this launcher starts. A run whose processes several launchers
-// start (devices_here, one launcher per host) meets at one address and port under one
-// secret every host's environment holds: InputError for one that lacks the port or the
-// secret, or that adapts its plan (--adapt) without the elastic leader.
+// A run whose processes several launchers start (devices_here, one launcher per host)
+// meets at one address and port under one secret every host's environment holds:
+// InputError for one that lacks the port or the secret, or that adapts its plan (--adapt)
+// without the elastic leader. Nothing to check for a run this launcher starts whole.
+void check_shared_run(const plan::Plan& plan, const PlanLaunch& launch);
+
+// The processes of `plan` this launcher starts: its ranks, the worker's `train` command,
+// where they meet (after check_shared_run).
 LaunchSpec launch_spec(const plan::Plan& plan, const PlanLaunch& launch);
 
 // A plan whose predicted peak (in the dtype and with the profiles the run is given) exceeds
